@@ -1,0 +1,106 @@
+// Package cli holds hybridctl's cobra commands. Each command is a flags
+// struct and one call into a domain package; nothing here decides what is
+// right or wrong about a cluster.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Streams are the standard streams a command reads and writes.
+type Streams struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// commands is the ordered list of top-level commands. Adding a command means
+// adding one line here: there is no init() registration.
+func commands(s Streams) []*cobra.Command {
+	return []*cobra.Command{
+		newVersionCmd(s),
+		newCompletionCmd(s),
+	}
+}
+
+// NewRootCmd builds the hybridctl command tree.
+func NewRootCmd(s Streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "hybridctl",
+		Short: "Build, verify and keep healthy hybrid Linux/Windows Kubernetes clusters",
+		Long: `hybridctl builds and audits hybrid Kubernetes clusters: a kubeadm control
+plane, Linux workers and Windows Server workers, networked by Calico in VXLAN
+mode.
+
+Start from one declarative spec:
+
+  hybridctl init -o cluster.yaml     # a commented example (the guide's lab)
+  hybridctl plan -f cluster.yaml     # validate; address plan, ports, diagram
+
+Exit codes: 0 success; 1 the thing checked is wrong (invalid spec, findings,
+failed phase); 2 usage error; 3 could not complete (I/O, unreachable API).`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cmd.Help()
+		},
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return Usage(err) })
+	root.CompletionOptions.DisableDefaultCmd = true
+	for _, c := range commands(s) {
+		root.AddCommand(c)
+	}
+	return root
+}
+
+// Main runs hybridctl with args and returns the process exit code. It is the
+// only place that turns errors into exit codes; main.main calls os.Exit.
+func Main(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer) int {
+	s := Streams{In: in, Out: out, Err: errOut}
+	root := NewRootCmd(s)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ee *ExitError
+	if !errors.As(err, &ee) && isCobraUsageError(err) {
+		err = Usage(err)
+	}
+	if !errors.As(err, &ee) || !ee.Silent {
+		fmt.Fprintf(errOut, "Error: %v\n", err)
+		if codeOf(err) == ExitUsage {
+			fmt.Fprintln(errOut, "Run 'hybridctl --help' for usage.")
+		}
+	}
+	return codeOf(err)
+}
+
+// isCobraUsageError recognises the errors cobra itself returns for bad
+// command lines (it has no typed errors for these).
+func isCobraUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument", "required flag"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// noArgs rejects positional arguments with a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return Usagef("%q takes no arguments, got %q", cmd.CommandPath(), args)
+	}
+	return nil
+}
