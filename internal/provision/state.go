@@ -1,0 +1,144 @@
+package provision
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// State kinds and versions of the state file.
+const (
+	stateAPIVersion = "hybridctl.dev/v1alpha1"
+	stateKind       = "ApplyState"
+)
+
+// State records which phases finished on which host. It holds names and
+// times only, never command output or secrets, so it is safe to keep next
+// to the spec; it is still written 0600.
+type State struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Cluster is the spec's metadata.name; a state file of another cluster
+	// is refused.
+	Cluster string `json:"cluster"`
+	// Hosts maps a host name to the phases finished there.
+	Hosts map[string]map[string]PhaseRecord `json:"hosts"`
+}
+
+// PhaseRecord is one finished phase on one host.
+type PhaseRecord struct {
+	FinishedAt time.Time `json:"finishedAt"`
+	// Skipped is the reason when the phase was found already in place
+	// rather than run.
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// NewState returns an empty state for cluster.
+func NewState(cluster string) *State {
+	return &State{APIVersion: stateAPIVersion, Kind: stateKind, Cluster: cluster, Hosts: map[string]map[string]PhaseRecord{}}
+}
+
+// Done reports whether phase finished on host.
+func (s *State) Done(host, phase string) bool {
+	_, ok := s.Hosts[host][phase]
+	return ok
+}
+
+// Record marks phase finished on host.
+func (s *State) Record(host, phase string, r PhaseRecord) {
+	if s.Hosts[host] == nil {
+		s.Hosts[host] = map[string]PhaseRecord{}
+	}
+	s.Hosts[host][phase] = r
+}
+
+// Forget removes every record of host (reset does this).
+func (s *State) Forget(host string) { delete(s.Hosts, host) }
+
+// Finished returns the phases finished on host, sorted.
+func (s *State) Finished(host string) []string {
+	var out []string
+	for p := range s.Hosts[host] {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// LoadState reads the state file at path. A missing file is an empty state.
+func LoadState(path, cluster string) (*State, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return NewState(cluster), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading state file: %w", err)
+	}
+	var s State
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("state file %s: %w (delete it to start over; phases check the hosts before acting)", path, err)
+	}
+	if s.APIVersion != stateAPIVersion || s.Kind != stateKind {
+		return nil, fmt.Errorf("state file %s: apiVersion %q kind %q, want %s %s", path, s.APIVersion, s.Kind, stateAPIVersion, stateKind)
+	}
+	if s.Cluster != cluster {
+		return nil, fmt.Errorf("state file %s belongs to cluster %q, not %q", path, s.Cluster, cluster)
+	}
+	if s.Hosts == nil {
+		s.Hosts = map[string]map[string]PhaseRecord{}
+	}
+	return &s, nil
+}
+
+// Save writes the state to path atomically: a temporary file in the same
+// directory, fsync, rename; mode 0600.
+func (s *State) Save(path string) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, append(data, '\n'), 0o600)
+}
+
+// WriteFileAtomic writes data to path so that readers see either the old or
+// the new content, never a half-written file: temp file in the same
+// directory, chmod, write, fsync, rename, fsync of the directory.
+func WriteFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if err = f.Chmod(mode); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
