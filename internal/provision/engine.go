@@ -353,7 +353,7 @@ func (e *Engine) run(ctx context.Context, start time.Time, state *State) error {
 		ev := Event{Phase: s.phase.Title(), Host: s.host.Name, ElapsedMS: r.elapsed.Milliseconds()}
 		switch r.status {
 		case statusDone, statusSkipped:
-			state.Record(s.host.Name, s.phase.Title(), PhaseRecord{FinishedAt: time.Now().UTC(), Skipped: r.reason})
+			state.Record(s.host.Name, s.phase.Title(), PhaseRecord{FinishedAt: time.Now().UTC(), AlreadyInPlace: r.status == statusSkipped})
 			if e.opts.StatePath != "" && !stateBroken {
 				if err := state.Save(e.opts.StatePath); err != nil {
 					stateBroken = true // finish what runs, start nothing more

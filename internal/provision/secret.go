@@ -70,6 +70,16 @@ func (r *Redactor) Add(secrets ...Secret) {
 	sort.Slice(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
 }
 
+// AddBootstrapToken registers a kubeadm bootstrap token ("abcdef.0123456789abcdef")
+// and, separately, its secret half, which kubeadm and kubectl print alone
+// (for example in a bootstrap-token Secret's token-secret).
+func (r *Redactor) AddBootstrapToken(tok Secret) {
+	r.Add(tok)
+	if _, secret, ok := strings.Cut(tok.value, "."); ok {
+		r.Add(NewSecret(secret))
+	}
+}
+
 func (r *Redactor) addLocked(v string) {
 	if len(v) < minRedactLen {
 		return

@@ -33,9 +33,11 @@ type State struct {
 // PhaseRecord is one finished phase on one host.
 type PhaseRecord struct {
 	FinishedAt time.Time `json:"finishedAt"`
-	// Skipped is the reason when the phase was found already in place
-	// rather than run.
-	Skipped string `json:"skipped,omitempty"`
+	// AlreadyInPlace is set when the phase's check found its effect in
+	// place and it was not run. (The reason is shown in the output but not
+	// kept: the state file holds no free text, so nothing a phase prints can
+	// end up in it.)
+	AlreadyInPlace bool `json:"alreadyInPlace,omitempty"`
 }
 
 // NewState returns an empty state for cluster.
