@@ -419,6 +419,9 @@ func (e *Engine) runStep(ctx context.Context, start time.Time, s *step) stepResu
 		}
 	}
 	e.emit(start, Event{Type: EventStart, Phase: s.phase.Title(), Host: s.host.Name})
+	ctx = context.WithValue(ctx, warnKey{}, func(msg string) {
+		e.emit(start, Event{Type: EventWarning, Phase: s.phase.Title(), Host: s.host.Name, Reason: msg})
+	})
 	err := s.phase.Run(ctx, s.host)
 	res.elapsed = time.Since(t0)
 	if err == nil && ctx.Err() != nil {
@@ -431,4 +434,15 @@ func (e *Engine) runStep(ctx context.Context, start time.Time, s *step) stepResu
 	}
 	res.status = statusDone
 	return res
+}
+
+type warnKey struct{}
+
+// Warn reports a warning from a running phase (a preflight check that is
+// not fatal, say) as an event of its step. Outside the engine it does
+// nothing.
+func Warn(ctx context.Context, format string, args ...any) {
+	if f, ok := ctx.Value(warnKey{}).(func(string)); ok {
+		f(fmt.Sprintf(format, args...))
+	}
 }

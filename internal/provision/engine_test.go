@@ -608,3 +608,23 @@ type fakeCmdErr struct{ out string }
 
 func (e *fakeCmdErr) Error() string         { return "command failed: exit status 1" }
 func (e *fakeCmdErr) CommandOutput() string { return e.out }
+
+func TestWarnEvent(t *testing.T) {
+	var got []Event
+	rep := ReporterFunc(func(e Event) {
+		if e.Type == EventWarning {
+			got = append(got, e)
+		}
+	})
+	phases := []Phase{&Func{Name: "a", On: ControlPlanes, RunOnHost: func(ctx context.Context, h Host) error {
+		Warn(ctx, "os-version: %s is not %s", "debian", "ubuntu")
+		return nil
+	}}}
+	Warn(context.Background(), "outside the engine: ignored")
+	if err := newEngine(t, phases, labHosts(), Options{Reporter: rep}).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Host != "k8s-lab-master-1" || got[0].Phase != "a" || got[0].Reason != "os-version: debian is not ubuntu" {
+		t.Errorf("warnings: %+v", got)
+	}
+}

@@ -19,6 +19,7 @@ const (
 	EventSkip    EventType = "skip"    // not run: filtered, recorded in the state file, or already in place
 	EventFail    EventType = "fail"    // Run (or ShouldRun) returned an error
 	EventBlocked EventType = "blocked" // not run because a step it depends on did not finish
+	EventWarning EventType = "warning" // a running step reported something to look at (Warn)
 	EventDryRun  EventType = "dry-run" // what the step would do
 	EventSummary EventType = "summary" // the end of the run
 )
@@ -141,6 +142,8 @@ func (r *TextReporter) Report(e Event) {
 		fmt.Fprintf(&b, "not run: %s", e.Reason)
 	case EventDryRun:
 		b.WriteString("would:")
+	case EventWarning:
+		fmt.Fprintf(&b, "warning: %s", e.Reason)
 	default:
 		b.WriteString(string(e.Type))
 	}

@@ -17,29 +17,30 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
 )
 
 // fixture is a server, a client key it trusts and a known_hosts file that
 // has the server's key.
 type fixture struct {
-	srv        *testServer
-	key        *testKey
+	srv        *sshtest.Server
+	key        *sshtest.Key
 	knownHosts string
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	key := newTestKey(t)
-	srv := startTestServer(t, key.signer.PublicKey())
+	key := sshtest.NewKey(t)
+	srv := sshtest.Start(t, key.Signer.PublicKey())
 	kh := filepath.Join(t.TempDir(), "known_hosts")
-	if err := os.WriteFile(kh, []byte(srv.knownHostsLine()), 0o600); err != nil {
+	if err := os.WriteFile(kh, []byte(srv.KnownHostsLine()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return &fixture{srv: srv, key: key, knownHosts: kh}
 }
 
 func (f *fixture) config() Config {
-	return Config{Host: "node-1", Address: f.srv.addr, User: "user", KeyFiles: []string{f.key.path},
+	return Config{Host: "node-1", Address: f.srv.Addr, User: "user", KeyFiles: []string{f.key.Path},
 		KnownHosts: &KnownHosts{Path: f.knownHosts}, ConnectTimeout: 5 * time.Second}
 }
 
@@ -86,7 +87,7 @@ func TestKeyAuthAndRun(t *testing.T) {
 func TestAgentAuth(t *testing.T) {
 	f := newFixture(t)
 	keyring := agent.NewKeyring()
-	if err := keyring.Add(agent.AddedKey{PrivateKey: f.key.priv}); err != nil {
+	if err := keyring.Add(agent.AddedKey{PrivateKey: f.key.Priv}); err != nil {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(t.TempDir(), "agent.sock")
@@ -117,7 +118,7 @@ func TestAgentAuth(t *testing.T) {
 func TestUnauthorizedKeyRefused(t *testing.T) {
 	f := newFixture(t)
 	cfg := f.config()
-	cfg.KeyFiles = []string{newTestKey(t).path}
+	cfg.KeyFiles = []string{sshtest.NewKey(t).Path}
 	_, err := Dial(ctxT(t), cfg)
 	if err == nil || !strings.Contains(err.Error(), "unable to authenticate") || !strings.Contains(err.Error(), "node-1") {
 		t.Fatalf("want an authentication error naming the host, got %v", err)
@@ -126,7 +127,7 @@ func TestUnauthorizedKeyRefused(t *testing.T) {
 
 func TestEncryptedKeyFileSaysUseAgent(t *testing.T) {
 	f := newFixture(t)
-	blk, err := ssh.MarshalPrivateKeyWithPassphrase(f.key.priv, "", []byte("secret"))
+	blk, err := ssh.MarshalPrivateKeyWithPassphrase(f.key.Priv, "", []byte("secret"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestUnknownHostKeyRefused(t *testing.T) {
 	if !errors.As(err, &uerr) {
 		t.Fatalf("want UnknownHostKeyError, got %v", err)
 	}
-	fp := ssh.FingerprintSHA256(f.srv.hostKey.PublicKey())
+	fp := ssh.FingerprintSHA256(f.srv.HostKey.PublicKey())
 	if !strings.Contains(err.Error(), fp) || !strings.Contains(err.Error(), "--accept-new-host-keys") {
 		t.Errorf("message must give the fingerprint and the flag: %v", err)
 	}
@@ -178,7 +179,7 @@ func TestAcceptNewAppends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(data) != other+"\n"+f.srv.knownHostsLine() {
+	if string(data) != other+"\n"+f.srv.KnownHostsLine() {
 		t.Errorf("known_hosts after accept-new:\n%s", data)
 	}
 	if fi, _ := os.Stat(kh); fi.Mode().Perm() != 0o600 {
@@ -191,9 +192,9 @@ func TestAcceptNewAppends(t *testing.T) {
 
 func TestChangedHostKeyAlwaysRefused(t *testing.T) {
 	f := newFixture(t)
-	oldKey := newHostKey(t)
+	oldKey := sshtest.NewHostKey(t)
 	kh := filepath.Join(t.TempDir(), "known_hosts")
-	old := knownHostsLine(f.srv.addr, oldKey.PublicKey())
+	old := knownHostsLine(f.srv.Addr, oldKey.PublicKey())
 	if err := os.WriteFile(kh, []byte(old), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestChangedHostKeyAlwaysRefused(t *testing.T) {
 			t.Fatalf("accept-new=%v: want HostKeyChangedError, got %v", accept, err)
 		}
 		msg := err.Error()
-		for _, want := range []string{"node-1", f.srv.addr, ssh.FingerprintSHA256(oldKey.PublicKey()), ssh.FingerprintSHA256(f.srv.hostKey.PublicKey()), "HAS CHANGED", "ssh-keygen -R"} {
+		for _, want := range []string{"node-1", f.srv.Addr, ssh.FingerprintSHA256(oldKey.PublicKey()), ssh.FingerprintSHA256(f.srv.HostKey.PublicKey()), "HAS CHANGED", "ssh-keygen -R"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("message lacks %q: %s", want, msg)
 			}
@@ -281,7 +282,7 @@ func TestSudo(t *testing.T) {
 	if last := cmds[len(cmds)-1]; !strings.HasPrefix(last, "sudo -n -- sh -c ") {
 		t.Errorf("command sent: %q", last)
 	}
-	log, _ := os.ReadFile(filepath.Join(f.srv.dir, "sudo.log"))
+	log, _ := os.ReadFile(filepath.Join(f.srv.Dir, "sudo.log"))
 	if !strings.Contains(string(log), "sh -c "+script) {
 		t.Errorf("sudo did not receive the script intact: %q", log)
 	}
@@ -337,7 +338,7 @@ func TestPowerShellEncodingRoundTrip(t *testing.T) {
 func TestUploadLinux(t *testing.T) {
 	f := newFixture(t)
 	c := dial(t, f.config())
-	dst := filepath.Join(f.srv.dir, "etc", "kubernetes", "it's join.yaml")
+	dst := filepath.Join(f.srv.Dir, "etc", "kubernetes", "it's join.yaml")
 	data := []byte("token: abcdef.0123456789abcdef\n\x00binary\xff\n")
 	if err := c.Upload(ctxT(t), dst, data, 0o600); err != nil {
 		t.Fatal(err)
@@ -388,7 +389,7 @@ func TestUploadWindowsStream(t *testing.T) {
 	if err := c.Upload(ctxT(t), `C:\k\join.yaml`, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stdin, err := os.ReadFile(filepath.Join(f.srv.dir, "powershell.stdin"))
+	stdin, err := os.ReadFile(filepath.Join(f.srv.Dir, "powershell.stdin"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +420,7 @@ func TestUploadWindowsStream(t *testing.T) {
 func TestContextCancelKillsCommand(t *testing.T) {
 	f := newFixture(t)
 	c := dial(t, f.config())
-	marker := filepath.Join(f.srv.dir, "finished")
+	marker := filepath.Join(f.srv.Dir, "finished")
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	t0 := time.Now()
@@ -447,7 +448,7 @@ func TestReconnectAfterServerRestart(t *testing.T) {
 	if _, err := c.Run(ctxT(t), "true"); err == nil {
 		t.Fatal("command succeeded with the server down")
 	}
-	go func() { time.Sleep(700 * time.Millisecond); f.srv.Start() }()
+	go func() { time.Sleep(700 * time.Millisecond); f.srv.Restart() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := c.Reconnect(ctx); err != nil {
@@ -462,18 +463,18 @@ func TestReconnectAfterServerRestart(t *testing.T) {
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel2()
 	err := c.Reconnect(ctx2)
-	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "connection refused") {
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "last attempt: connecting to node-1") {
 		t.Errorf("want deadline with last error, got %v", err)
 	}
 }
 
 func TestRebootWaitsForNewBootID(t *testing.T) {
 	f := newFixture(t)
-	bootID := filepath.Join(f.srv.dir, "boot_id")
+	bootID := filepath.Join(f.srv.Dir, "boot_id")
 	if err := os.WriteFile(bootID, []byte("boot-1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	requested := filepath.Join(f.srv.dir, "reboot-requested")
+	requested := filepath.Join(f.srv.Dir, "reboot-requested")
 	cfg := f.config()
 	cfg.BootIDCommand = "cat " + ShellQuote(bootID)
 	cfg.RebootCommand = "touch " + ShellQuote(requested)
@@ -491,7 +492,7 @@ func TestRebootWaitsForNewBootID(t *testing.T) {
 		f.srv.Stop()
 		_ = os.WriteFile(bootID, []byte("boot-2\n"), 0o644)
 		time.Sleep(500 * time.Millisecond)
-		f.srv.Start()
+		f.srv.Restart()
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -511,7 +512,7 @@ func TestDialUnreachable(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	_, err = Dial(ctxT(t), Config{Host: "gone", Address: addr, KeyFiles: []string{newTestKey(t).path}, KnownHosts: &KnownHosts{Path: "/nonexistent"}})
+	_, err = Dial(ctxT(t), Config{Host: "gone", Address: addr, KeyFiles: []string{sshtest.NewKey(t).Path}, KnownHosts: &KnownHosts{Path: "/nonexistent"}})
 	if err == nil || !strings.Contains(err.Error(), "gone") || !strings.Contains(err.Error(), addr) {
 		t.Errorf("got %v", err)
 	}

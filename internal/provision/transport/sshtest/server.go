@@ -1,4 +1,11 @@
-package transport
+// Package sshtest runs a real SSH server on loopback for tests, built with
+// golang.org/x/crypto/ssh: public-key auth, exec requests run with /bin/sh,
+// exit-status, signals and closed channels kill the process group. Its PATH
+// starts with stand-ins for `sudo` (accepts only -n) and `powershell`
+// (checks the -NoProfile -NonInteractive -EncodedCommand form, prints the
+// decoded script and saves its stdin), so hybridctl's Linux and Windows
+// command forms are verified end to end without root or Windows.
+package sshtest
 
 import (
 	"crypto/ed25519"
@@ -19,20 +26,19 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 )
 
-// testServer is a real SSH server on loopback, built with x/crypto/ssh,
-// that executes exec requests with /bin/sh and reports exit-status, like
-// sshd with a POSIX login shell. Its PATH starts with a directory of shims:
-// `sudo` (accepts only -n, then runs the command) and `powershell` (checks
-// the -NoProfile -NonInteractive -EncodedCommand form, prints the decoded
-// script, saves its stdin) so the Linux and Windows command forms can be
-// verified end to end without root or Windows.
-type testServer struct {
-	t        *testing.T
-	addr     string
-	hostKey  ssh.Signer
+// Server is a real SSH server on loopback.
+type Server struct {
+	t *testing.T
+	// Addr is host:port.
+	Addr string
+	// HostKey is the server's key.
+	HostKey  ssh.Signer
 	authKeys []ssh.PublicKey
-	dir      string // scratch dir; shims in dir/bin
-	env      []string
+	// Dir is the commands' working directory and HOME; the stand-ins live
+	// in Dir/bin, sudo logs to Dir/sudo.log, powershell saves stdin to
+	// Dir/powershell.stdin.
+	Dir string
+	env []string
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -41,14 +47,15 @@ type testServer struct {
 	wg       sync.WaitGroup
 }
 
-// testKey is a client key written to a file.
-type testKey struct {
-	signer ssh.Signer
-	priv   ed25519.PrivateKey
-	path   string
+// Key is a client key written to a file (OpenSSH format, 0600).
+type Key struct {
+	Signer ssh.Signer
+	Priv   ed25519.PrivateKey
+	Path   string
 }
 
-func newTestKey(t *testing.T) *testKey {
+// NewKey generates an ed25519 client key.
+func NewKey(t *testing.T) *Key {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -66,10 +73,11 @@ func newTestKey(t *testing.T) *testKey {
 	if err := os.WriteFile(p, pem.EncodeToMemory(blk), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &testKey{signer: s, priv: priv, path: p}
+	return &Key{Signer: s, Priv: priv, Path: p}
 }
 
-func newHostKey(t *testing.T) ssh.Signer {
+// NewHostKey generates an ed25519 host key.
+func NewHostKey(t *testing.T) ssh.Signer {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -103,7 +111,9 @@ printf '%s' "$4" | base64 -d | iconv -f UTF-16LE -t UTF-8
 cat > "$SHIM_DIR/powershell.stdin"
 `
 
-func startTestServer(t *testing.T, authorized ...ssh.PublicKey) *testServer {
+// Start starts a server that accepts the authorized keys; it stops at the
+// end of the test.
+func Start(t *testing.T, authorized ...ssh.PublicKey) *Server {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
@@ -115,8 +125,8 @@ func startTestServer(t *testing.T, authorized ...ssh.PublicKey) *testServer {
 			t.Fatal(err)
 		}
 	}
-	s := &testServer{
-		t: t, hostKey: newHostKey(t), authKeys: authorized, dir: dir,
+	s := &Server{
+		t: t, HostKey: NewHostKey(t), authKeys: authorized, Dir: dir,
 		env:   []string{"PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin", "SHIM_DIR=" + dir, "HOME=" + dir, "LC_ALL=C"},
 		conns: map[net.Conn]bool{},
 	}
@@ -124,14 +134,14 @@ func startTestServer(t *testing.T, authorized ...ssh.PublicKey) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.addr = ln.Addr().String()
+	s.Addr = ln.Addr().String()
 	s.serve(ln)
 	t.Cleanup(s.Stop)
 	return s
 }
 
 // Stop closes the listener and every connection (like sshd going down).
-func (s *testServer) Stop() {
+func (s *Server) Stop() {
 	s.mu.Lock()
 	if s.ln != nil {
 		_ = s.ln.Close()
@@ -144,28 +154,29 @@ func (s *testServer) Stop() {
 	s.wg.Wait()
 }
 
-// Start listens again on the same address with the same host key.
-func (s *testServer) Start() {
-	ln, err := net.Listen("tcp", s.addr)
+// Restart listens again on the same address with the same host key.
+func (s *Server) Restart() {
+	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {
-		s.t.Errorf("restarting test server on %s: %v", s.addr, err)
+		s.t.Errorf("restarting test server on %s: %v", s.Addr, err)
 		return
 	}
 	s.serve(ln)
 }
 
-func (s *testServer) Commands() []string {
+// Commands returns the exec requests received, in order.
+func (s *Server) Commands() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.commands...)
 }
 
-// knownHostsLine is the known_hosts line for this server.
-func (s *testServer) knownHostsLine() string {
-	return knownhosts.Line([]string{knownhosts.Normalize(s.addr)}, s.hostKey.PublicKey()) + "\n"
+// KnownHostsLine is the known_hosts line for this server.
+func (s *Server) KnownHostsLine() string {
+	return knownhosts.Line([]string{knownhosts.Normalize(s.Addr)}, s.HostKey.PublicKey()) + "\n"
 }
 
-func (s *testServer) serve(ln net.Listener) {
+func (s *Server) serve(ln net.Listener) {
 	cfg := &ssh.ServerConfig{
 		PublicKeyCallback: func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
 			for _, k := range s.authKeys {
@@ -176,7 +187,7 @@ func (s *testServer) serve(ln net.Listener) {
 			return nil, errors.New("unauthorized key")
 		},
 	}
-	cfg.AddHostKey(s.hostKey)
+	cfg.AddHostKey(s.HostKey)
 	s.mu.Lock()
 	s.ln = ln
 	s.mu.Unlock()
@@ -228,7 +239,7 @@ func (s *testServer) serve(ln net.Listener) {
 // session handles one session channel: env is accepted and ignored, exec
 // runs the command; the channel closing (or a signal) kills the process
 // group.
-func (s *testServer) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
+func (s *Server) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 	defer func() { _ = ch.Close() }()
 	var cmd *exec.Cmd
 	exited := make(chan uint32, 1)
@@ -257,7 +268,7 @@ func (s *testServer) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 				s.mu.Unlock()
 				cmd = exec.Command("/bin/sh", "-c", line)
 				cmd.Env = s.env
-				cmd.Dir = s.dir
+				cmd.Dir = s.Dir
 				cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 				cmd.Stdout = ch
 				cmd.Stderr = ch.Stderr()
