@@ -66,3 +66,8 @@ func PhaseErrors(err error) []*PhaseError {
 	walk(err)
 	return out
 }
+
+// ErrNotImplemented is returned by phases of the list whose implementation
+// needs packages that do not exist yet (render, plan). Such a phase fails
+// loudly rather than pretending to have done its work.
+var ErrNotImplemented = errors.New("not implemented yet")

@@ -91,7 +91,8 @@ const marker = "### hybridctl "
 // file or tool leaves its section empty. It needs no root except for
 // product_uuid (run it with sudo).
 func LinuxScript(apiName string) string {
-	return `s() { echo "` + marker + `$1"; }
+	return `set +e
+s() { echo "` + marker + `$1"; }
 s hostname; hostname 2>/dev/null
 s os-release; cat /etc/os-release 2>/dev/null
 s product_uuid; cat /sys/class/dmi/id/product_uuid 2>/dev/null

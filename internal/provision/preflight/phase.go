@@ -14,13 +14,13 @@ import (
 // each node, "preflight-cluster" (a gate after it) checks across nodes.
 // They share the gathered facts; after a resume, the cluster phase gathers
 // what it is missing itself.
-func Phases(runner func(host string) (Runner, error), hosts []provision.Host, x Expect, ignore []string) []provision.Phase {
+func Phases(runner func(ctx context.Context, host string) (Runner, error), hosts []provision.Host, x Expect, ignore []string) []provision.Phase {
 	st := &store{runner: runner, hosts: hosts, expect: x, ignore: ignore, facts: map[string]*Facts{}}
 	return []provision.Phase{&hostPhase{st}, &clusterPhase{st}}
 }
 
 type store struct {
-	runner func(host string) (Runner, error)
+	runner func(ctx context.Context, host string) (Runner, error)
 	hosts  []provision.Host
 	expect Expect
 	ignore []string
@@ -30,7 +30,7 @@ type store struct {
 }
 
 func (s *store) gather(ctx context.Context, h provision.Host) (*Facts, error) {
-	r, err := s.runner(h.Name)
+	r, err := s.runner(ctx, h.Name)
 	if err != nil {
 		return nil, err
 	}

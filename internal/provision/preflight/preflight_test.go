@@ -235,7 +235,7 @@ func TestPreflightPhasesClonedHosts(t *testing.T) {
 		{Name: "clone-a", Role: provision.RoleWorker, OS: provision.Linux},
 		{Name: "clone-b", Role: provision.RoleWorker, OS: provision.Linux},
 	}
-	runner := func(string) (Runner, error) { return c, nil }
+	runner := func(context.Context, string) (Runner, error) { return c, nil }
 	phases := Phases(runner, hosts, Expect{APIName: "localhost", AlreadyInstalled: true}, []string{CheckTimeSync, CheckOSVersion})
 	var events []provision.Event
 	rep := provision.ReporterFunc(func(e provision.Event) { events = append(events, e) })

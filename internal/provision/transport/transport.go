@@ -258,17 +258,19 @@ func (c *Client) client() (*ssh.Client, error) {
 	return c.conn, nil
 }
 
-// CommandLine returns the command line sent to the host for script: on
-// Linux the script itself, or `sudo -n -- sh -c '<script>'` with Sudo; on
-// Windows the PowerShell -EncodedCommand line.
+// CommandLine returns the command line sent to the host for script. On
+// Linux the script runs in `sh -c` whatever the user's login shell, with
+// `set -e` so that the first failing command fails the script (as the
+// PowerShell preamble does on Windows), as root through `sudo -n` when Sudo
+// is set. On Windows it is the PowerShell -EncodedCommand line.
 func (c *Client) CommandLine(script string) string {
 	switch {
 	case c.cfg.OS == provision.Windows:
 		return PowerShellCommand(script)
 	case c.cfg.Sudo:
-		return "sudo -n -- sh -c " + ShellQuote(script)
+		return "sudo -n -- sh -c " + ShellQuote("set -e\n"+script)
 	default:
-		return script
+		return "sh -c " + ShellQuote("set -e\n"+script)
 	}
 }
 

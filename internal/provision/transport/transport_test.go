@@ -265,6 +265,19 @@ func TestFailingCommandKeepsOutput(t *testing.T) {
 	}
 }
 
+func TestScriptStopsAtFirstFailure(t *testing.T) {
+	f := newFixture(t)
+	c := dial(t, f.config())
+	_, err := c.Run(ctxT(t), "echo one\nfalse\necho two")
+	var cerr *CommandError
+	if !errors.As(err, &cerr) {
+		t.Fatalf("want CommandError, got %v", err)
+	}
+	if cerr.ExitCode != 1 || string(cerr.Stdout) != "one\n" {
+		t.Errorf("a failing line must end the script: exit %d, stdout %q", cerr.ExitCode, cerr.Stdout)
+	}
+}
+
 func TestSudo(t *testing.T) {
 	f := newFixture(t)
 	cfg := f.config()
@@ -283,7 +296,7 @@ func TestSudo(t *testing.T) {
 		t.Errorf("command sent: %q", last)
 	}
 	log, _ := os.ReadFile(filepath.Join(f.srv.Dir, "sudo.log"))
-	if !strings.Contains(string(log), "sh -c "+script) {
+	if !strings.Contains(string(log), "sh -c set -e\n"+script) {
 		t.Errorf("sudo did not receive the script intact: %q", log)
 	}
 }
@@ -515,5 +528,36 @@ func TestDialUnreachable(t *testing.T) {
 	_, err = Dial(ctxT(t), Config{Host: "gone", Address: addr, KeyFiles: []string{sshtest.NewKey(t).Path}, KnownHosts: &KnownHosts{Path: "/nonexistent"}})
 	if err == nil || !strings.Contains(err.Error(), "gone") || !strings.Contains(err.Error(), addr) {
 		t.Errorf("got %v", err)
+	}
+}
+
+func TestPool(t *testing.T) {
+	f := newFixture(t)
+	p := NewPool(f.config())
+	defer func() { _ = p.Close() }()
+	got := make(chan *Client, 4)
+	for range 4 {
+		go func() {
+			c, err := p.Get(ctxT(t), "node-1")
+			if err != nil {
+				t.Error(err)
+			}
+			got <- c
+		}()
+	}
+	first := <-got
+	for range 3 {
+		if c := <-got; c != first || c == nil {
+			t.Fatal("the pool dialled a host more than once")
+		}
+	}
+	if _, err := p.Get(ctxT(t), "nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("unknown host: %v", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Run(ctxT(t), "true"); err == nil {
+		t.Error("client still usable after Pool.Close")
 	}
 }

@@ -303,3 +303,12 @@ func (s *Server) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 		}
 	}
 }
+
+// Shim installs an executable stand-in for a command (a shell script body)
+// first on the server's PATH, e.g. a `kubeadm` that records its arguments.
+func (s *Server) Shim(name, body string) {
+	s.t.Helper()
+	if err := os.WriteFile(filepath.Join(s.Dir, "bin", name), []byte(body), 0o755); err != nil {
+		s.t.Fatal(err)
+	}
+}

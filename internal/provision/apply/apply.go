@@ -1,0 +1,102 @@
+// Package apply is the ordered phase lists of `hybridctl apply` and
+// `hybridctl reset`, following the guide section by section.
+//
+// Status: preflight and the host side of reset are implemented. The phases
+// that need the rendered artifacts (internal/render) or the address plan
+// (internal/plan) are in the list with their targets, gates and an outline
+// of what they will do, and fail with provision.ErrNotImplemented when run:
+// the list is the contract the implementations fill in, and nothing
+// pretends to be done.
+package apply
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/preflight"
+	"github.com/hybridctl/hybridctl/internal/provision/transport"
+)
+
+// Deps are what the phases need from the command.
+type Deps struct {
+	Hosts []provision.Host
+	// Connect returns the SSH client of a host (a transport.Pool's Get).
+	Connect func(ctx context.Context, host string) (*transport.Client, error)
+	// Expect is what preflight checks the hosts against.
+	Expect preflight.Expect
+	// IgnorePreflight lists preflight check names downgraded to warnings.
+	IgnorePreflight []string
+}
+
+// pending is a phase of the list that is not implemented yet: it has its
+// place, targets, gates and an outline, and fails when run.
+type pending struct {
+	title, needs string
+	on           func([]provision.Host) []provision.Host
+	after        []string
+	outline      []string
+}
+
+func (p *pending) Title() string                               { return p.title }
+func (p *pending) Targets(h []provision.Host) []provision.Host { return p.on(h) }
+func (p *pending) Waits() []string                             { return p.after }
+func (p *pending) Description() string                         { return p.outline[0] }
+func (p *pending) Run(context.Context, provision.Host) error {
+	return fmt.Errorf("%w: phase %s needs %s", provision.ErrNotImplemented, p.title, p.needs)
+}
+
+// DryRun outlines the step. The exact commands and files come with the
+// implementation (from internal/render); until then the outline says so.
+func (p *pending) DryRun(context.Context, provision.Host) ([]string, error) {
+	out := append([]string(nil), p.outline...)
+	return append(out, "(outline only: not implemented yet, needs "+p.needs+")"), nil
+}
+
+// Phases returns the apply procedure in order. Gates: the Linux workers
+// join after Calico is ready; the Windows nodes are prepared in parallel
+// with the Linux part (reboots included) and join after Calico is ready
+// for Windows; the cluster-wide phases run one after another.
+func Phases(d Deps) []provision.Phase {
+	runner := func(ctx context.Context, host string) (preflight.Runner, error) { return d.Connect(ctx, host) }
+	list := preflight.Phases(runner, d.Hosts, d.Expect, d.IgnorePreflight)
+	const render, plan, api = "internal/render", "internal/plan", "internal/render and the API client"
+	p := func(title, needs string, on func([]provision.Host) []provision.Host, after []string, outline ...string) provision.Phase {
+		return &pending{title: title, needs: needs, on: on, after: after, outline: outline}
+	}
+	cluster := provision.ClusterWide
+	return append(list,
+		p("linux-prepare", render, provision.LinuxNodes, []string{"preflight-cluster"},
+			"hostname; swap off (swapoff -a, /etc/fstab); overlay and br_netfilter modules; sysctl for bridged traffic and ip_forward; chrony with the spec's NTP servers"),
+		p("containerd", render, provision.LinuxNodes, nil,
+			"install containerd from the Ubuntu packages; config.toml with SystemdCgroup = true and the sandbox image kubeadm names; restart containerd"),
+		p("kubernetes-packages", plan, provision.LinuxNodes, nil,
+			"pkgs.k8s.io repository for the spec's minor version (signed-by keyring); apt-get install kubelet kubeadm kubectl; apt-mark hold"),
+		p("windows-prepare", render, provision.WindowsNodes, []string{"preflight-cluster"},
+			"computer name and primary DNS suffix (NV Domain), reboot; w32tm with the spec's NTP servers; Install-WindowsFeature Containers, reboot; firewall rule for kube-proxy health 10256/tcp from the node network"),
+		p("windows-containerd", render, provision.WindowsNodes, nil,
+			"Install-Containerd.ps1 (pinned commit) -ContainerDVersion -crictlVersion -skipHypervisorSupportCheck: enables Hyper-V, reboot, run again"),
+		p("windows-kubernetes", plan, provision.WindowsNodes, nil,
+			"PrepareNode.ps1 -KubernetesVersion: kubelet.exe and kubeadm.exe into C:\\k, nssm kubelet service (not started), kubelet firewall rule narrowed to the node network"),
+		p("kubeadm-init", render, provision.ControlPlanes, []string{"kubernetes-packages"},
+			"upload kubeadm-config.yaml; kubeadm config validate; kubeadm init --config; take super-admin.conf off the node"),
+		p("kubeconfig", api, cluster, []string{"kubeadm-init"},
+			"fetch admin.conf (0600, never printed) and import it into the user's kubeconfig under the cluster's names (hybridctl kubeconfig import)"),
+		p("calico", api, cluster, nil,
+			"server-side apply of the Calico CRDs and the Tigera operator (URLs or --manifests-dir); kubernetes-services-endpoint ConfigMap; Installation (VXLAN, BGP Disabled, windowsDataplane HNS) and APIServer; strictAffinity"),
+		p("calico-ready", api, cluster, nil, "wait until every TigeraStatus is Available"),
+		p("join-linux", render, provision.LinuxWorkers, []string{"calico-ready"},
+			"fresh bootstrap token; kubeadm join with the CA certificate hash (token over stdin or a 0600 file, removed afterwards)"),
+		p("approve-linux-csrs", api, cluster, []string{"join-linux"},
+			"approve the kubelet-serving CSRs of the control plane and the Linux workers through the verified approver (hybridctl csr approve)"),
+		p("coredns-restart", api, cluster, nil, "kubectl -n kube-system rollout restart deployment coredns, so replicas spread over the workers"),
+		p("addons", api, cluster, nil, "metrics-server and cert-manager when the spec asks; wait for their rollouts"),
+		p("join-windows", render, provision.WindowsNodes, []string{"calico-ready", "windows-kubernetes"},
+			"kubeadm token create --ttl 1h; upload C:\\k\\join.yaml (0600-equivalent ACL) with the os=windows:NoSchedule taint; kubeadm join --config; Remove-Item C:\\k\\join.yaml"),
+		p("approve-windows-csrs", api, cluster, []string{"join-windows"}, "approve the Windows node's kubelet-serving CSR through the verified approver"),
+		p("kube-proxy-windows", api, cluster, nil, "kube-proxy-windows DaemonSet (HostProcess, winkernel) for the cluster's version"),
+		p("runtimeclasses", api, cluster, nil, "RuntimeClass per Windows build (handler runhcs-wcow-process, nodeSelector and os=windows toleration)"),
+		p("check-workloads", api, cluster, nil, "the guide's check workloads on Linux and Windows; wait until Ready"),
+		p("doctor", api, cluster, nil, "hybridctl doctor against the new cluster; its summary ends the output"),
+	)
+}
