@@ -78,7 +78,7 @@ func Phases(d Deps) []provision.Phase {
 			"Install-Containerd.ps1 (pinned commit) -ContainerDVersion -crictlVersion -skipHypervisorSupportCheck: enables Hyper-V, reboot, run again"),
 		p("windows-kubernetes", plan, provision.WindowsNodes, nil,
 			"PrepareNode.ps1 -KubernetesVersion: kubelet.exe and kubeadm.exe into C:\\k, nssm kubelet service (not started), kubelet firewall rule narrowed to the node network"),
-		p("kubeadm-init", render, provision.ControlPlanes, []string{"kubernetes-packages"},
+		p("kubeadm-init", render, provision.ControlPlanes, nil,
 			"upload kubeadm-config.yaml; kubeadm config validate; kubeadm init --config; take super-admin.conf off the node"),
 		p("kubeconfig", api, cluster, []string{"kubeadm-init"},
 			"fetch admin.conf (0600, never printed) and import it into the user's kubeconfig under the cluster's names (hybridctl kubeconfig import)"),
