@@ -190,16 +190,22 @@ type walker struct {
 	file  string
 	lines lineIndex
 	diags Diagnostics
-	fatal bool // the tree cannot be decoded into the types
+	fatal bool // the document's root is not a mapping: nothing to decode
 }
 
-func (w *walker) errorf(n *yaml.Node, path string, fatal bool, format string, a ...any) {
+// errorf reports a structural error. With drop set, the offending node is
+// turned into a null so that decoding goes on with the field's zero value
+// and every other problem in the file is still found.
+func (w *walker) errorf(n *yaml.Node, path string, drop bool, format string, a ...any) {
 	w.diags = append(w.diags, Diagnostic{
 		Severity: SeverityError, Rule: ruleStructure.ID, Name: ruleStructure.Name,
 		File: w.file, Line: n.Line, Path: path, Message: fmt.Sprintf(format, a...),
 	})
-	if fatal {
-		w.fatal = true
+	if drop {
+		if path == "" {
+			w.fatal = true
+		}
+		*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: n.Line, Column: n.Column}
 	}
 }
 
@@ -231,16 +237,17 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 		}
 		fields := yamlFields(t)
 		seen := map[string]int{}
+		kept := n.Content[:0]
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			key := k.Value
 			fp := join(path, key)
 			if k.Kind != yaml.ScalarNode {
-				w.errorf(k, path, true, "a key must be a plain name, got %s", describe(k))
+				w.errorf(k, path, false, "a key must be a plain name, got %s", describe(k))
 				continue
 			}
 			if prev, dup := seen[key]; dup {
-				w.errorf(k, fp, true, "%q is set twice (first on line %d)", key, prev)
+				w.errorf(k, fp, false, "%q is set twice (first on line %d)", key, prev)
 				continue
 			}
 			seen[key] = k.Line
@@ -251,7 +258,10 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 			}
 			w.lines[fp] = k.Line
 			w.walk(v, ft, fp)
+			kept = append(kept, k, v)
 		}
+		// Dropped pairs (unknown, duplicate, odd keys) are not decoded.
+		n.Content = kept
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			w.errorf(n, path, true, "want a list, got %s", describe(n))
