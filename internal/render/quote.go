@@ -5,7 +5,7 @@ import (
 )
 
 // ShQuote quotes s as one word for POSIX shells (bash, sh): the result is a
-// single-quoted string in which each ' is written as '\'' (close, escaped
+// single-quoted string in which each ' is written as '\” (close, escaped
 // quote, reopen). Inside single quotes bash expands nothing: no $, no
 // backtick, no backslash, so no value can run a command or split a word.
 func ShQuote(s string) string {
