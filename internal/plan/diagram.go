@@ -25,13 +25,12 @@ func (p *Plan) Diagram() string {
 
 	cpBoxes := make([]box, 0, len(cps))
 	for _, n := range cps {
-		cpBoxes = append(cpBoxes, box{
-			title: n.Name + " " + n.Address,
-			lines: []string{
-				"etcd, kube-apiserver, scheduler, controller-manager",
-				"API name: " + p.APIServer.Host,
-			},
-		})
+		lines := []string{"etcd, kube-apiserver, scheduler, controller-manager"}
+		if len(cps) > 1 { // keep side-by-side boxes narrow
+			lines = []string{"etcd, kube-apiserver,", "scheduler, controller-manager"}
+		}
+		lines = append(lines, "API name: "+p.APIServer.Host)
+		cpBoxes = append(cpBoxes, box{title: n.Name + " " + n.Address, lines: lines})
 	}
 	wBoxes := make([]box, 0, len(workers))
 	for _, n := range workers {
