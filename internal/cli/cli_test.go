@@ -13,7 +13,7 @@ import (
 )
 
 type result struct {
-	code          int
+	code           int
 	stdout, stderr string
 }
 

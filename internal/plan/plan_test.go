@@ -97,15 +97,15 @@ func TestLabNumbers(t *testing.T) {
 		return cur
 	}
 	for path, want := range map[string]any{
-		"cluster":                     "lab",
-		"apiServer.serviceIP":         "10.96.0.1",
-		"dnsServiceIP":                "10.96.0.10",
-		"podNetwork.cidr":             "172.21.0.0/16",
-		"podNetwork.blockSize":        float64(26),
+		"cluster":                      "lab",
+		"apiServer.serviceIP":          "10.96.0.1",
+		"dnsServiceIP":                 "10.96.0.10",
+		"podNetwork.cidr":              "172.21.0.0/16",
+		"podNetwork.blockSize":         float64(26),
 		"podNetwork.addressesPerBlock": float64(64),
-		"vxlan.vni":                   float64(4096),
-		"vxlan.port":                  float64(4789),
-		"vxlan.podMTU":                float64(1450),
+		"vxlan.vni":                    float64(4096),
+		"vxlan.port":                   float64(4789),
+		"vxlan.podMTU":                 float64(1450),
 	} {
 		if got := get(path); got != want {
 			t.Errorf("%s = %v, want %v", path, got, want)
