@@ -272,3 +272,14 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestDocsListEveryRule keeps docs/spec.md's rule table equal to Rules().
+func TestDocsListEveryRule(t *testing.T) {
+	doc := mustRead(t, "../../docs/spec.md")
+	for _, r := range Rules() {
+		row := fmt.Sprintf("| %s | %s | %s |", r.ID, r.Name, r.Doc)
+		if !strings.Contains(doc, row) {
+			t.Errorf("docs/spec.md lacks the row:\n%s", row)
+		}
+	}
+}
