@@ -85,8 +85,8 @@ type KubeProxy struct {
 
 // Addons are optional cluster add-ons; nil means not installed.
 type Addons struct {
-	MetricsServer *Addon `yaml:"metricsServer" json:"metricsServer,omitempty"`
-	CertManager   *Addon `yaml:"certManager" json:"certManager,omitempty"`
+	MetricsServer *Addon `yaml:"metricsServer,omitempty" json:"metricsServer,omitempty"`
+	CertManager   *Addon `yaml:"certManager,omitempty" json:"certManager,omitempty"`
 }
 
 // Addon pins an add-on's version.
@@ -100,8 +100,8 @@ type Node struct {
 	Role    string   `yaml:"role" json:"role"`
 	OS      string   `yaml:"os" json:"os"`
 	Address string   `yaml:"address" json:"address"`
-	SSH     *SSH     `yaml:"ssh" json:"ssh,omitempty"`
-	Windows *Windows `yaml:"windows" json:"windows,omitempty"`
+	SSH     *SSH     `yaml:"ssh,omitempty" json:"ssh,omitempty"`
+	Windows *Windows `yaml:"windows,omitempty" json:"windows,omitempty"`
 }
 
 // SSH says how apply reaches a node.
@@ -110,7 +110,7 @@ type SSH struct {
 	Port int    `yaml:"port" json:"port"`
 	// Host overrides the address apply connects to (default: the node's
 	// address), for bastions and port forwards.
-	Host string `yaml:"host" json:"host,omitempty"`
+	Host string `yaml:"host,omitempty" json:"host,omitempty"`
 }
 
 // Windows holds Windows-only node settings.

@@ -16,17 +16,6 @@ type semver struct {
 
 func (v semver) minorString() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
 
-// less compares by major, minor, patch only.
-func (v semver) less(o semver) bool {
-	if v.Major != o.Major {
-		return v.Major < o.Major
-	}
-	if v.Minor != o.Minor {
-		return v.Minor < o.Minor
-	}
-	return v.Patch < o.Patch
-}
-
 // parseSemver parses "v1.37.2", "1.37.2", "v1.38.0-rc.1".
 func parseSemver(s string) (semver, bool) {
 	var v semver
