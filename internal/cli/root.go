@@ -26,9 +26,9 @@ func commands(s Streams) []*cobra.Command {
 	return []*cobra.Command{
 		newInitCmd(s),
 		newPlanCmd(s),
+		newRenderCmd(s),
 		newVersionCmd(s),
 		newCompletionCmd(s),
-		newRenderCmd(s),
 	}
 }
 
