@@ -5,8 +5,8 @@ import (
 )
 
 // ShQuote quotes s as one word for POSIX shells (bash, sh): the result is a
-// single-quoted string in which each ' is written as '\” (close, escaped
-// quote, reopen). Inside single quotes bash expands nothing: no $, no
+// single-quoted string in which each quote is written as quote, backslash,
+// quote, quote (close, escaped quote, reopen). Inside single quotes bash expands nothing: no $, no
 // backtick, no backslash, so no value can run a command or split a word.
 func ShQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
