@@ -76,3 +76,15 @@ func psWord(s string) string {
 	}
 	return s
 }
+
+// oneLine makes s safe inside a one-line comment of any script: line breaks
+// and other control characters become spaces, so a value cannot end the
+// comment and start a command.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == 0x85 || r == 0x2028 || r == 0x2029 {
+			return ' '
+		}
+		return r
+	}, s)
+}

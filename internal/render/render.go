@@ -90,6 +90,7 @@ func newTemplates() (*template.Template, error) {
 		"ps":     PsQuote,
 		"shword": shWord,
 		"psword": psWord,
+		"line":   oneLine,
 		"target": sshTarget,
 		"ssh":    sshCmd,
 		"scp":    scpCmd,

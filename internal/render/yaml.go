@@ -192,7 +192,8 @@ func yamlDocs(header string, objs ...any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// comment renders lines as a YAML/shell comment block.
+// comment renders lines as a YAML/shell comment block; a line break inside
+// a value (a node name, say) cannot end the comment.
 func comment(lines ...string) string {
 	var b bytes.Buffer
 	for _, l := range lines {
@@ -200,7 +201,7 @@ func comment(lines ...string) string {
 			b.WriteString("#\n")
 			continue
 		}
-		b.WriteString("# " + l + "\n")
+		b.WriteString("# " + oneLine(l) + "\n")
 	}
 	return b.String()
 }
