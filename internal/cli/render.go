@@ -8,11 +8,11 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/render"
-	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
 type renderFlags struct {
-	file, out, manifestsDir string
+	spec              specFlags
+	out, manifestsDir string
 	force                   bool
 	opts                    render.Options
 }
@@ -50,7 +50,7 @@ See docs/render.md for every file and the guide step it replaces.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRender(cmd, s, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&f.file, "file", "f", "", "cluster spec (required)")
+	f.spec.add(cmd)
 	fl.StringVarP(&f.out, "output-dir", "o", "", "directory to write (required)")
 	fl.BoolVar(&f.force, "force", false, "replace DIR when it holds a previous render")
 	fl.StringVar(&f.opts.Token, "token", "", "bootstrap token for the join files (kubeadm token create)")
@@ -65,8 +65,8 @@ See docs/render.md for every file and the guide step it replaces.`,
 
 func runRender(cmd *cobra.Command, s Streams, f *renderFlags) error {
 	ctx := cmd.Context()
-	if f.file == "" || f.out == "" {
-		return Usagef("render needs -f cluster.yaml and -o DIR")
+	if f.out == "" {
+		return Usagef("-o/--output-dir is required: the directory to write")
 	}
 	if (f.opts.InstallContainerdSHA256 != "" && f.opts.InstallContainerdURL == "") || (f.opts.PrepareNodeSHA256 != "" && f.opts.PrepareNodeURL == "") {
 		return Usagef("a --*-sha256 flag needs its --*-url flag")
@@ -74,16 +74,13 @@ func runRender(cmd *cobra.Command, s Streams, f *renderFlags) error {
 	if err := f.opts.Validate(); err != nil {
 		return Usage(err)
 	}
-	res, err := spec.LoadFile(ctx, f.file)
+	res, err := f.spec.load(ctx, s.In, s.Err)
 	if err != nil {
-		return Incomplete(err)
-	}
-	if err := res.Err(); err != nil {
-		return Problem(err)
+		return err
 	}
 	p, err := plan.Derive(res.Cluster, res.Diagnostics)
 	if err != nil {
-		return Problem(fmt.Errorf("%s: %w", f.file, err))
+		return Problem(fmt.Errorf("%s: %w", res.File, err))
 	}
 	if f.manifestsDir != "" {
 		m, err := render.ReadManifests(ctx, f.manifestsDir, p)
