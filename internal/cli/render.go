@@ -13,8 +13,8 @@ import (
 type renderFlags struct {
 	spec              specFlags
 	out, manifestsDir string
-	force                   bool
-	opts                    render.Options
+	force             bool
+	opts              render.Options
 }
 
 func newRenderCmd(s Streams) *cobra.Command {
