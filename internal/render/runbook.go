@@ -69,11 +69,13 @@ func sshTarget(n plan.Node) string {
 	return shWord(user + "@" + host)
 }
 
+// sshCmd is the ssh command line up to the remote command; -t gives sudo a
+// terminal to ask for its password.
 func sshCmd(n plan.Node) string {
 	if n.SSH.Port != 0 && n.SSH.Port != 22 {
-		return fmt.Sprintf("ssh -p %d %s", n.SSH.Port, sshTarget(n))
+		return fmt.Sprintf("ssh -t -p %d %s", n.SSH.Port, sshTarget(n))
 	}
-	return "ssh " + sshTarget(n)
+	return "ssh -t " + sshTarget(n)
 }
 
 func scpCmd(n plan.Node) string {
