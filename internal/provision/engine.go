@@ -355,7 +355,9 @@ func (e *Engine) run(ctx context.Context, start time.Time, state *State) error {
 		case statusDone, statusSkipped:
 			state.Record(s.host.Name, s.phase.Title(), PhaseRecord{FinishedAt: time.Now().UTC(), AlreadyInPlace: r.status == statusSkipped})
 			if e.opts.StatePath != "" && !stateBroken {
-				if err := state.Save(e.opts.StatePath); err != nil {
+				// Steps that finish while the run is being cancelled are still
+				// recorded: that is what makes Ctrl-C resumable.
+				if err := state.Save(context.WithoutCancel(ctx), e.opts.StatePath); err != nil {
 					stateBroken = true // finish what runs, start nothing more
 					errs = append(errs, fmt.Errorf("recording progress: %w", err))
 				}

@@ -492,7 +492,7 @@ func TestDryRun(t *testing.T) {
 	statePath := filepath.Join(t.TempDir(), "state.json")
 	st := NewState("lab")
 	st.Record("k8s-lab-master-1", "preflight", PhaseRecord{FinishedAt: time.Now()})
-	if err := st.Save(statePath); err != nil {
+	if err := st.Save(context.Background(), statePath); err != nil {
 		t.Fatal(err)
 	}
 	checks := 0

@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/hybridctl/hybridctl/internal/atomicfile"
 )
 
 // State kinds and versions of the state file.
@@ -97,50 +100,16 @@ func LoadState(path, cluster string) (*State, error) {
 	return &s, nil
 }
 
-// Save writes the state to path atomically: a temporary file in the same
-// directory, fsync, rename; mode 0600.
-func (s *State) Save(path string) error {
+// Save writes the state to path atomically (atomicfile: temporary file in
+// the same directory, fsync, rename), mode 0600, creating the directory
+// (0700) if needed.
+func (s *State) Save(ctx context.Context, path string) error {
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, append(data, '\n'), 0o600)
-}
-
-// WriteFileAtomic writes data to path so that readers see either the old or
-// the new content, never a half-written file: temp file in the same
-// directory, chmod, write, fsync, rename, fsync of the directory.
-func WriteFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("writing state file: %w", err)
 	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(mode); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-	return nil
+	return atomicfile.Write(ctx, path, append(data, '\n'), 0o600, atomicfile.Options{})
 }

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
@@ -14,7 +15,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/atomicfile"
 )
 
 // KnownHosts verifies host keys against an OpenSSH known_hosts file.
@@ -81,7 +82,7 @@ func (k *KnownHosts) load() (ssh.HostKeyCallback, error) {
 }
 
 // callback returns the HostKeyCallback for host (its name, for messages).
-func (k *KnownHosts) callback(host string) ssh.HostKeyCallback {
+func (k *KnownHosts) callback(ctx context.Context, host string) ssh.HostKeyCallback {
 	return func(address string, remote net.Addr, key ssh.PublicKey) error {
 		k.mu.Lock()
 		defer k.mu.Unlock()
@@ -103,7 +104,7 @@ func (k *KnownHosts) callback(host string) ssh.HostKeyCallback {
 			if !k.AcceptNew {
 				return &UnknownHostKeyError{Host: host, Address: address, KnownHostsPath: k.Path, Key: key}
 			}
-			return k.appendLocked(address, key)
+			return k.appendLocked(ctx, address, key)
 		default:
 			return fmt.Errorf("verifying host key of %s (%s): %w", host, address, err)
 		}
@@ -112,7 +113,7 @@ func (k *KnownHosts) callback(host string) ssh.HostKeyCallback {
 
 // appendLocked adds a line for address to the file, rewriting it
 // atomically (0600) so that a crash never leaves it half-written.
-func (k *KnownHosts) appendLocked(address string, key ssh.PublicKey) error {
+func (k *KnownHosts) appendLocked(ctx context.Context, address string, key ssh.PublicKey) error {
 	old, err := os.ReadFile(k.Path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("reading %s: %w", k.Path, err)
@@ -124,7 +125,7 @@ func (k *KnownHosts) appendLocked(address string, key ssh.PublicKey) error {
 	if err := os.MkdirAll(filepath.Dir(k.Path), 0o700); err != nil {
 		return fmt.Errorf("adding host key of %s: %w", address, err)
 	}
-	if err := provision.WriteFileAtomic(k.Path, append(old, line...), 0o600); err != nil {
+	if err := atomicfile.Write(ctx, k.Path, append(old, line...), 0o600, atomicfile.Options{}); err != nil {
 		return fmt.Errorf("adding host key of %s: %w", address, err)
 	}
 	return nil

@@ -150,7 +150,7 @@ func (c *Client) connect(ctx context.Context) error {
 	sshCfg := &ssh.ClientConfig{
 		User:              c.cfg.User,
 		Auth:              []ssh.AuthMethod{ssh.PublicKeys(ss...)},
-		HostKeyCallback:   c.cfg.KnownHosts.callback(c.cfg.Host),
+		HostKeyCallback:   c.cfg.KnownHosts.callback(ctx, c.cfg.Host),
 		HostKeyAlgorithms: c.cfg.KnownHosts.algorithms(c.cfg.Address),
 		Timeout:           c.cfg.ConnectTimeout,
 	}
