@@ -27,6 +27,8 @@ func commands(s Streams) []*cobra.Command {
 		newInitCmd(s),
 		newPlanCmd(s),
 		newRenderCmd(s),
+		newApplyCmd(s),
+		newResetCmd(s),
 		newVersionCmd(s),
 		newCompletionCmd(s),
 	}

@@ -262,8 +262,10 @@ func (e *Engine) dryRun(ctx context.Context, start time.Time, state *State) erro
 		ev := Event{Phase: s.phase.Title(), Host: s.host.Name}
 		if skip, why := e.preSkip(s, state); skip {
 			s.status = statusSkipped
-			ev.Type, ev.Reason = EventSkip, why
-			e.emit(start, ev)
+			if filtered, _ := e.filtered(s.phase.Title()); !filtered {
+				ev.Type, ev.Reason = EventSkip, why
+				e.emit(start, ev)
+			}
 			continue
 		}
 		if sk, ok := s.phase.(Skipper); ok && !e.opts.Offline {
@@ -326,7 +328,11 @@ func (e *Engine) run(ctx context.Context, start time.Time, state *State) error {
 			}
 			if skip, why := e.preSkip(s, state); skip {
 				s.status = statusSkipped
-				e.emit(start, Event{Type: EventSkip, Phase: s.phase.Title(), Host: s.host.Name, Reason: why})
+				if filtered, _ := e.filtered(s.phase.Title()); !filtered {
+					// Steps left out by --only/--skip-phases are counted
+					// in the summary, not listed one by one.
+					e.emit(start, Event{Type: EventSkip, Phase: s.phase.Title(), Host: s.host.Name, Reason: why})
+				}
 				continue
 			}
 			ready, blocker := e.depsState(s)
