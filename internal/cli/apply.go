@@ -17,6 +17,7 @@ import (
 	"github.com/hybridctl/hybridctl/internal/provision/apply"
 	"github.com/hybridctl/hybridctl/internal/provision/preflight"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
+	"github.com/hybridctl/hybridctl/internal/render"
 )
 
 // provisionFlags are the flags apply and reset share.
@@ -160,6 +161,7 @@ func exitFor(err error) error {
 type applyFlags struct {
 	provisionFlags
 	ignorePreflight []string
+	rebootTimeout   time.Duration
 }
 
 func newApplyCmd(s Streams) *cobra.Command {
@@ -180,10 +182,12 @@ Host keys are checked against known_hosts: an unknown key is refused unless
 --accept-new-host-keys, a changed key always. Linux users other than root
 need passwordless sudo; Windows users must be administrators (OpenSSH).
 
-STATUS: preflight is implemented; the later phases are listed with their
-order and gates and fail with "not implemented yet" when run. Use --dry-run
-to see the procedure and --only preflight,preflight-cluster to check the
-machines. See docs/apply.md.
+STATUS: preflight, the node preparation (the rendered prepare.sh and
+prepare.ps1, with the Windows reboots) and kubeadm init are implemented;
+the phases that need the Kubernetes API or the join secrets (kubeconfig,
+Calico, joins, CSR approval, add-ons, Windows kube-proxy, RuntimeClasses,
+checks, doctor) are listed with their order and gates and fail with "not
+implemented yet" when run. See docs/apply.md.
 
 Ctrl-C stops cleanly (finished steps stay recorded); a second Ctrl-C exits
 at once (130).`,
@@ -200,6 +204,7 @@ at once (130).`,
 	}
 	f.add(cmd)
 	cmd.Flags().StringSliceVar(&f.ignorePreflight, "ignore-preflight-errors", nil, "preflight checks whose errors become warnings (names, or all)")
+	cmd.Flags().DurationVar(&f.rebootTimeout, "reboot-timeout", 15*time.Minute, "how long a node may take to come back from one reboot")
 	return cmd
 }
 
@@ -210,8 +215,15 @@ func runApply(cmd *cobra.Command, s Streams, f *applyFlags) error {
 		return err
 	}
 	defer func() { _ = sess.pool.Close() }()
+	// The same files `hybridctl render` writes; join files keep their
+	// placeholders (the join phases fill them).
+	files, err := render.Render(sess.plan, render.Options{})
+	if err != nil {
+		return Problem(err)
+	}
 	phases := apply.Phases(apply.Deps{Hosts: sess.hosts, Connect: sess.pool.Get,
-		Expect: apply.Expectations(sess.plan), IgnorePreflight: f.ignorePreflight})
+		Expect: apply.Expectations(sess.plan), IgnorePreflight: f.ignorePreflight,
+		Files: apply.ArtifactsOf(files), RebootTimeout: f.rebootTimeout})
 	e, err := provision.New(phases, sess.hosts, provision.Options{
 		Cluster: sess.plan.Cluster, StatePath: sess.state, DryRun: f.dryRun, Offline: f.offline,
 		Skip: f.skip, Only: f.only, Concurrency: f.concurrency,

@@ -1,17 +1,19 @@
 // Package apply is the ordered phase lists of `hybridctl apply` and
 // `hybridctl reset`, following the guide section by section.
 //
-// Status: preflight and the host side of reset are implemented. The phases
-// that need the rendered artifacts (internal/render) or the address plan
-// (internal/plan) are in the list with their targets, gates and an outline
-// of what they will do, and fail with provision.ErrNotImplemented when run:
-// the list is the contract the implementations fill in, and nothing
-// pretends to be done.
+// Status: preflight, linux-prepare and windows-prepare (the rendered
+// prepare scripts, with the Windows reboots), kubeadm-init and the host side
+// of reset are implemented. The phases that need the Kubernetes API client
+// or the join secrets are in the list with their targets, gates and an
+// outline of what they will do, and fail with provision.ErrNotImplemented
+// when run: the list is the contract the implementations fill in, and
+// nothing pretends to be done.
 package apply
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hybridctl/hybridctl/internal/provision"
 	"github.com/hybridctl/hybridctl/internal/provision/preflight"
@@ -27,6 +29,18 @@ type Deps struct {
 	Expect preflight.Expect
 	// IgnorePreflight lists preflight check names downgraded to warnings.
 	IgnorePreflight []string
+	// Files are the rendered artifacts (render.Render of the plan).
+	Files Artifacts
+	// RebootTimeout bounds one reboot of a node (default 15 minutes).
+	RebootTimeout time.Duration
+}
+
+func (d Deps) hostConn(ctx context.Context, host string) (hostConn, error) {
+	c, err := d.Connect(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // pending is a phase of the list that is not implemented yet: it has its
@@ -60,26 +74,19 @@ func (p *pending) DryRun(context.Context, provision.Host) ([]string, error) {
 func Phases(d Deps) []provision.Phase {
 	runner := func(ctx context.Context, host string) (preflight.Runner, error) { return d.Connect(ctx, host) }
 	list := preflight.Phases(runner, d.Hosts, d.Expect, d.IgnorePreflight)
-	const render, plan, api = "internal/render", "internal/plan", "internal/render and the API client"
+	const render, api = "the join secrets (token, CA hash)", "the Kubernetes API client"
+	rebootTimeout := d.RebootTimeout
+	if rebootTimeout <= 0 {
+		rebootTimeout = 15 * time.Minute
+	}
 	p := func(title, needs string, on func([]provision.Host) []provision.Host, after []string, outline ...string) provision.Phase {
 		return &pending{title: title, needs: needs, on: on, after: after, outline: outline}
 	}
 	cluster := provision.ClusterWide
 	return append(list,
-		p("linux-prepare", render, provision.LinuxNodes, []string{"preflight-cluster"},
-			"hostname; swap off (swapoff -a, /etc/fstab); overlay and br_netfilter modules; sysctl for bridged traffic and ip_forward; chrony with the spec's NTP servers"),
-		p("containerd", render, provision.LinuxNodes, nil,
-			"install containerd from the Ubuntu packages; config.toml with SystemdCgroup = true and the sandbox image kubeadm names; restart containerd"),
-		p("kubernetes-packages", plan, provision.LinuxNodes, nil,
-			"pkgs.k8s.io repository for the spec's minor version (signed-by keyring); apt-get install kubelet kubeadm kubectl; apt-mark hold"),
-		p("windows-prepare", render, provision.WindowsNodes, []string{"preflight-cluster"},
-			"computer name and primary DNS suffix (NV Domain), reboot; w32tm with the spec's NTP servers; Install-WindowsFeature Containers, reboot; firewall rule for kube-proxy health 10256/tcp from the node network"),
-		p("windows-containerd", render, provision.WindowsNodes, nil,
-			"Install-Containerd.ps1 (pinned commit) -ContainerDVersion -crictlVersion -skipHypervisorSupportCheck: enables Hyper-V, reboot, run again"),
-		p("windows-kubernetes", plan, provision.WindowsNodes, nil,
-			"PrepareNode.ps1 -KubernetesVersion: kubelet.exe and kubeadm.exe into C:\\k, nssm kubelet service (not started), kubelet firewall rule narrowed to the node network"),
-		p("kubeadm-init", render, provision.ControlPlanes, nil,
-			"upload kubeadm-config.yaml; kubeadm config validate; kubeadm init --config; take super-admin.conf off the node"),
+		&linuxPreparePhase{files: d.Files, connect: d.hostConn},
+		&windowsPreparePhase{files: d.Files, connect: d.hostConn, rebootTimeout: rebootTimeout},
+		&kubeadmInitPhase{files: d.Files, connect: d.hostConn},
 		p("kubeconfig", api, cluster, []string{"kubeadm-init"},
 			"fetch admin.conf (0600, never printed) and import it into the user's kubeconfig under the cluster's names (hybridctl kubeconfig import)"),
 		p("calico", api, cluster, nil,
@@ -91,7 +98,7 @@ func Phases(d Deps) []provision.Phase {
 			"approve the kubelet-serving CSRs of the control plane and the Linux workers through the verified approver (hybridctl csr approve)"),
 		p("coredns-restart", api, cluster, nil, "kubectl -n kube-system rollout restart deployment coredns, so replicas spread over the workers"),
 		p("addons", api, cluster, nil, "metrics-server and cert-manager when the spec asks; wait for their rollouts"),
-		p("join-windows", render, provision.WindowsNodes, []string{"calico-ready", "windows-kubernetes"},
+		p("join-windows", render, provision.WindowsNodes, []string{"calico-ready", "windows-prepare"},
 			"kubeadm token create --ttl 1h; upload C:\\k\\join.yaml (0600-equivalent ACL) with the os=windows:NoSchedule taint; kubeadm join --config; Remove-Item C:\\k\\join.yaml"),
 		p("approve-windows-csrs", api, cluster, []string{"join-windows"}, "approve the Windows node's kubelet-serving CSR through the verified approver"),
 		p("kube-proxy-windows", api, cluster, nil, "kube-proxy-windows DaemonSet (HostProcess, winkernel) for the cluster's version"),
