@@ -14,10 +14,10 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/provision"
-	"github.com/hybridctl/hybridctl/internal/render"
-	"github.com/hybridctl/hybridctl/internal/spec"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
+	"github.com/hybridctl/hybridctl/internal/render"
+	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

@@ -90,8 +90,10 @@ func (p *linuxPreparePhase) Title() string { return "linux-prepare" }
 func (p *linuxPreparePhase) Description() string {
 	return "run the rendered prepare.sh: name, address, swap, modules, sysctl, chrony, containerd, Kubernetes packages"
 }
-func (p *linuxPreparePhase) Targets(h []provision.Host) []provision.Host { return provision.LinuxNodes(h) }
-func (p *linuxPreparePhase) Waits() []string                             { return []string{"preflight-cluster"} }
+func (p *linuxPreparePhase) Targets(h []provision.Host) []provision.Host {
+	return provision.LinuxNodes(h)
+}
+func (p *linuxPreparePhase) Waits() []string { return []string{"preflight-cluster"} }
 
 func (p *linuxPreparePhase) DryRun(_ context.Context, h provision.Host) ([]string, error) {
 	f, err := p.files.get("nodes/" + h.Name + "/prepare.sh")

@@ -55,7 +55,9 @@ func conn(f *fakeConn) func(context.Context, string) (hostConn, error) {
 }
 
 func TestLinuxPrepare(t *testing.T) {
-	f := newFake(func(string, int) (*transport.Result, error) { return out("==> checks\nready for kubeadm on k8s-lab-node-1\n") })
+	f := newFake(func(string, int) (*transport.Result, error) {
+		return out("==> checks\nready for kubeadm on k8s-lab-node-1\n")
+	})
 	p := &linuxPreparePhase{files: files, connect: conn(f)}
 	if err := p.Run(context.Background(), node1); err != nil {
 		t.Fatal(err)
@@ -98,7 +100,9 @@ func TestWindowsPrepareRebootCycle(t *testing.T) {
 		t.Errorf("uploads %v runs %q", f.uploads, f.runs)
 	}
 	// A script that never gets ready is bounded.
-	f = newFake(func(string, int) (*transport.Result, error) { return out("x - reboot (Restart-Computer) and run prepare.ps1 again.\n") })
+	f = newFake(func(string, int) (*transport.Result, error) {
+		return out("x - reboot (Restart-Computer) and run prepare.ps1 again.\n")
+	})
 	err := (&windowsPreparePhase{files: files, connect: conn(f), rebootTimeout: time.Minute}).Run(context.Background(), win1)
 	if err == nil || f.reboots != windowsMaxRounds {
 		t.Errorf("endless reboots: %v after %d", err, f.reboots)
