@@ -183,11 +183,12 @@ Host keys are checked against known_hosts: an unknown key is refused unless
 need passwordless sudo; Windows users must be administrators (OpenSSH).
 
 STATUS: preflight, the node preparation (the rendered prepare.sh and
-prepare.ps1, with the Windows reboots) and kubeadm init are implemented;
-the phases that need the Kubernetes API or the join secrets (kubeconfig,
-Calico, joins, CSR approval, add-ons, Windows kube-proxy, RuntimeClasses,
-checks, doctor) are listed with their order and gates and fail with "not
-implemented yet" when run. See docs/apply.md.
+prepare.ps1, with the Windows reboots), kubeadm init and the joins are
+implemented; the phases that need the Kubernetes API (kubeconfig, Calico,
+CSR approval, CoreDNS, add-ons, Windows kube-proxy, RuntimeClasses, check
+workloads, doctor) are listed with their order and gates and fail with
+"not implemented yet" when run: do them by hand from the runbook and pass
+them to --skip-phases. See docs/apply.md.
 
 Ctrl-C stops cleanly (finished steps stay recorded); a second Ctrl-C exits
 at once (130).`,
@@ -223,7 +224,7 @@ func runApply(cmd *cobra.Command, s Streams, f *applyFlags) error {
 	}
 	phases := apply.Phases(apply.Deps{Hosts: sess.hosts, Connect: sess.pool.Get,
 		Expect: apply.Expectations(sess.plan), IgnorePreflight: f.ignorePreflight,
-		Files: apply.ArtifactsOf(files), RebootTimeout: f.rebootTimeout})
+		Files: apply.ArtifactsOf(files), RebootTimeout: f.rebootTimeout, Redactor: sess.redactor})
 	e, err := provision.New(phases, sess.hosts, provision.Options{
 		Cluster: sess.plan.Cluster, StatePath: sess.state, DryRun: f.dryRun, Offline: f.offline,
 		Skip: f.skip, Only: f.only, Concurrency: f.concurrency,

@@ -2,9 +2,9 @@
 // `hybridctl reset`, following the guide section by section.
 //
 // Status: preflight, linux-prepare and windows-prepare (the rendered
-// prepare scripts, with the Windows reboots), kubeadm-init and the host side
-// of reset are implemented. The phases that need the Kubernetes API client
-// or the join secrets are in the list with their targets, gates and an
+// prepare scripts, with the Windows reboots), kubeadm-init, the joins and
+// the host side of reset are implemented. The phases that need the
+// Kubernetes API client are in the list with their targets, gates and an
 // outline of what they will do, and fail with provision.ErrNotImplemented
 // when run: the list is the contract the implementations fill in, and
 // nothing pretends to be done.
@@ -33,7 +33,12 @@ type Deps struct {
 	Files Artifacts
 	// RebootTimeout bounds one reboot of a node (default 15 minutes).
 	RebootTimeout time.Duration
+	// Redactor learns the join tokens as they are created.
+	Redactor *provision.Redactor
 }
+
+// cleanupTimeout bounds removing a secret file after its use.
+const cleanupTimeout = 30 * time.Second
 
 func (d Deps) hostConn(ctx context.Context, host string) (hostConn, error) {
 	c, err := d.Connect(ctx, host)
@@ -74,7 +79,7 @@ func (p *pending) DryRun(context.Context, provision.Host) ([]string, error) {
 func Phases(d Deps) []provision.Phase {
 	runner := func(ctx context.Context, host string) (preflight.Runner, error) { return d.Connect(ctx, host) }
 	list := preflight.Phases(runner, d.Hosts, d.Expect, d.IgnorePreflight)
-	const render, api = "the join secrets (token, CA hash)", "the Kubernetes API client"
+	const api = "the Kubernetes API client"
 	rebootTimeout := d.RebootTimeout
 	if rebootTimeout <= 0 {
 		rebootTimeout = 15 * time.Minute
@@ -92,14 +97,12 @@ func Phases(d Deps) []provision.Phase {
 		p("calico", api, cluster, nil,
 			"server-side apply of the Calico CRDs and the Tigera operator (URLs or --manifests-dir); kubernetes-services-endpoint ConfigMap; Installation (VXLAN, BGP Disabled, windowsDataplane HNS) and APIServer; strictAffinity"),
 		p("calico-ready", api, cluster, nil, "wait until every TigeraStatus is Available"),
-		p("join-linux", render, provision.LinuxWorkers, []string{"calico-ready"},
-			"fresh bootstrap token; kubeadm join with the CA certificate hash (token over stdin or a 0600 file, removed afterwards)"),
+		&joinPhase{title: "join-linux", after: []string{"calico-ready"}, files: d.Files, hosts: d.Hosts, connect: d.hostConn, redactor: d.Redactor},
 		p("approve-linux-csrs", api, cluster, []string{"join-linux"},
 			"approve the kubelet-serving CSRs of the control plane and the Linux workers through the verified approver (hybridctl csr approve)"),
 		p("coredns-restart", api, cluster, nil, "kubectl -n kube-system rollout restart deployment coredns, so replicas spread over the workers"),
 		p("addons", api, cluster, nil, "metrics-server and cert-manager when the spec asks; wait for their rollouts"),
-		p("join-windows", render, provision.WindowsNodes, []string{"calico-ready", "windows-prepare"},
-			"kubeadm token create --ttl 1h; upload C:\\k\\join.yaml (0600-equivalent ACL) with the os=windows:NoSchedule taint; kubeadm join --config; Remove-Item C:\\k\\join.yaml"),
+		&joinPhase{title: "join-windows", windows: true, after: []string{"calico-ready", "windows-prepare"}, files: d.Files, hosts: d.Hosts, connect: d.hostConn, redactor: d.Redactor},
 		p("approve-windows-csrs", api, cluster, []string{"join-windows"}, "approve the Windows node's kubelet-serving CSR through the verified approver"),
 		p("kube-proxy-windows", api, cluster, nil, "kube-proxy-windows DaemonSet (HostProcess, winkernel) for the cluster's version"),
 		p("runtimeclasses", api, cluster, nil, "RuntimeClass per Windows build (handler runhcs-wcow-process, nodeSelector and os=windows toleration)"),

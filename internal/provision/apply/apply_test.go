@@ -136,15 +136,15 @@ func TestProcedureShape(t *testing.T) {
 
 func TestPendingPhasesFailLoudly(t *testing.T) {
 	phases := Phases(labDeps(t))
-	e, err := provision.New(phases, labHosts(), provision.Options{Only: []string{"join-linux"}})
+	e, err := provision.New(phases, labHosts(), provision.Options{Only: []string{"calico"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = e.Run(context.Background())
-	if !errors.Is(err, provision.ErrNotImplemented) || len(provision.PhaseErrors(err)) != 2 {
-		t.Fatalf("want two not-implemented errors (one per Linux worker), got %v", err)
+	if !errors.Is(err, provision.ErrNotImplemented) || len(provision.PhaseErrors(err)) != 1 {
+		t.Fatalf("want one not-implemented error, got %v", err)
 	}
-	if !strings.Contains(err.Error(), "needs the join secrets") {
+	if !strings.Contains(err.Error(), "needs the Kubernetes API client") {
 		t.Errorf("the error must say what is missing: %v", err)
 	}
 }
