@@ -115,11 +115,13 @@ func (f *provisionFlags) open(ctx context.Context, s Streams) (*session, error) 
 	return sess, nil
 }
 
-func (sess *session) reporterFor(f *provisionFlags, out io.Writer, phases []provision.Phase) provision.Reporter {
+func (sess *session) reporterFor(f *provisionFlags, out io.Writer, phases []provision.Phase, verb string) provision.Reporter {
 	if f.output == "json" {
 		return provision.NewJSONReporter(out)
 	}
-	return provision.NewTextReporter(out, phases, sess.hosts)
+	r := provision.NewTextReporter(out, phases, sess.hosts)
+	r.Verb = verb
+	return r
 }
 
 func fileExists(p string) bool {
@@ -228,7 +230,7 @@ func runApply(cmd *cobra.Command, s Streams, f *applyFlags) error {
 	e, err := provision.New(phases, sess.hosts, provision.Options{
 		Cluster: sess.plan.Cluster, StatePath: sess.state, DryRun: f.dryRun, Offline: f.offline,
 		Skip: f.skip, Only: f.only, Concurrency: f.concurrency,
-		Reporter: sess.reporterFor(&f.provisionFlags, s.Out, phases), Redactor: sess.redactor,
+		Reporter: sess.reporterFor(&f.provisionFlags, s.Out, phases, "applied"), Redactor: sess.redactor,
 	})
 	if err != nil {
 		return exitFor(err)
@@ -305,7 +307,7 @@ func runReset(cmd *cobra.Command, s Streams, f *resetFlags) error {
 	e, err := provision.New(phases, sess.hosts, provision.Options{
 		Cluster: sess.plan.Cluster, DryRun: f.dryRun, Offline: f.offline, Skip: f.skip, Only: f.only,
 		Hosts: hosts, Concurrency: f.concurrency,
-		Reporter: sess.reporterFor(&f.provisionFlags, s.Out, phases), Redactor: sess.redactor,
+		Reporter: sess.reporterFor(&f.provisionFlags, s.Out, phases, "reset"), Redactor: sess.redactor,
 	})
 	if err != nil {
 		if strings.Contains(err.Error(), "unknown host") {

@@ -125,3 +125,47 @@ func TestApplyPreflightOverSSH(t *testing.T) {
 		t.Errorf("failed steps recorded:\n%s", st)
 	}
 }
+
+// TestResetOverSSH: reset of one worker over a loopback server. This test
+// machine has nothing to reset (no kubelet.conf, admin.conf or CNI
+// configuration), so the host step is skipped by its check — and the
+// kubeadm and rm stand-ins make sure nothing here could be taken apart
+// even if it were not. The node's records leave apply's state file.
+func TestResetOverSSH(t *testing.T) {
+	for _, p := range []string{"/etc/kubernetes/kubelet.conf", "/etc/kubernetes/admin.conf"} {
+		if fileExists(p) {
+			t.Skipf("%s exists on this machine", p)
+		}
+	}
+	if entries, _ := os.ReadDir("/etc/cni/net.d"); len(entries) > 0 {
+		t.Skip("/etc/cni/net.d is not empty on this machine")
+	}
+	t.Setenv("SSH_AUTH_SOCK", "")
+	key := sshtest.NewKey(t)
+	srv := sshtest.Start(t, key.Signer.PublicKey())
+	srv.Shim("kubeadm", "#!/bin/sh\necho \"kubeadm stand-in: $*\"\n")
+	srv.Shim("rm", "#!/bin/sh\necho \"rm stand-in: $*\"\n")
+	host, port, _ := strings.Cut(srv.Addr, ":")
+	spec := regexp.MustCompile(`ssh: \{user: (\w+)\}`).ReplaceAllString(string(examples.Lab), "ssh: {user: $1, host: "+host+", port: "+port+"}")
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "state.json")
+	if err := os.WriteFile(state, []byte(`{"apiVersion":"hybridctl.dev/v1alpha1","kind":"ApplyState","cluster":"lab","hosts":{"k8s-lab-node-1":{"preflight":{"finishedAt":"2026-11-29T00:00:00Z"}},"k8s-lab-node-2":{"preflight":{"finishedAt":"2026-11-29T00:00:00Z"}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, "", "reset", "-f", specPath, "--node", "k8s-lab-node-1", "--skip-phases", "drain,delete-node", "--yes",
+		"-i", key.Path, "--known-hosts", filepath.Join(dir, "known_hosts"), "--accept-new-host-keys", "--state", state)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !regexp.MustCompile(`reset-workers +k8s-lab-node-1 +skipped: no kubelet.conf`).MatchString(r.stdout) || !strings.Contains(r.stdout, "] reset: ") {
+		t.Errorf("output:\n%s", r.stdout)
+	}
+	st, _ := os.ReadFile(state)
+	if strings.Contains(string(st), "k8s-lab-node-1") || !strings.Contains(string(st), "k8s-lab-node-2") {
+		t.Errorf("state after resetting node-1:\n%s", st)
+	}
+}

@@ -99,6 +99,8 @@ type TextReporter struct {
 	// PhaseWidth and HostWidth align the columns; set them from the
 	// longest names (NewTextReporter does).
 	PhaseWidth, HostWidth int
+	// Verb starts the summary line ("applied" by default; "reset").
+	Verb string
 }
 
 // NewTextReporter returns a text reporter whose columns fit phases and hosts.
@@ -119,7 +121,10 @@ func (r *TextReporter) Report(e Event) {
 	stamp := fmt.Sprintf("[%7.1fs] ", float64(e.SinceStartMS)/1000)
 	if e.Type == EventSummary && e.Summary != nil {
 		s := e.Summary
-		verb := "applied"
+		verb := r.Verb
+		if verb == "" {
+			verb = "applied"
+		}
 		if s.DryRun {
 			verb = "dry-run"
 		}
