@@ -155,7 +155,9 @@ func CheckHost(f *Facts, h provision.Host, x Expect) []Finding {
 			add(CheckAPIName, SeverityError, "%s resolves to %s, want %s", x.APIName, strings.Join(f.Resolved, ", "), strings.Join(x.APIAddresses, ", "))
 		}
 	}
-	if !x.AlreadyInstalled {
+	// A node that already belongs to the cluster (a re-run) has its
+	// kubelet, and on the control plane the API server and etcd, listening.
+	if !x.AlreadyInstalled && !f.KubeletConfigured {
 		for _, p := range RequiredPorts(h) {
 			if f.Listening[p.Number] {
 				add(CheckPortFree, SeverityError, "port %d/tcp (%s) is in use", p.Number, p.Purpose)

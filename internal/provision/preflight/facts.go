@@ -58,6 +58,9 @@ type Facts struct {
 	Resolved []string
 	// Listening are the TCP ports something listens on.
 	Listening map[int]bool
+	// KubeletConfigured is set when the node already belongs to a cluster
+	// (kubelet.conf exists): its ports are expected to be in use.
+	KubeletConfigured bool
 }
 
 // Gather runs the fact-gathering script on one host.
@@ -102,6 +105,7 @@ s ntp; timedatectl show -p NTPSynchronized --value 2>/dev/null
 s epoch; date -u +%s
 s resolve; getent ahostsv4 ` + transport.ShellQuote(apiName) + ` 2>/dev/null | awk '{print $1}' | sort -u
 s tcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null
+s kubelet-conf; test -e /etc/kubernetes/kubelet.conf && echo present
 s end
 `
 }
@@ -122,6 +126,7 @@ s w32tm; w32tm /query /status
 s epoch; [DateTimeOffset]::UtcNow.ToUnixTimeSeconds()
 s resolve; (Resolve-DnsName -Name ` + transport.PSQuote(apiName) + ` -Type A -DnsOnly).IPAddress
 s listen; Get-NetTCPConnection -State Listen | ForEach-Object { $_.LocalPort } | Sort-Object -Unique
+s kubelet-conf; if (Test-Path C:\etc\kubernetes\kubelet.conf) { 'present' }
 s end
 $global:LASTEXITCODE = 0
 `
@@ -234,6 +239,7 @@ func Parse(h provision.Host, out string) *Facts {
 		f.HostEpoch = e
 	}
 	f.Resolved = lines("resolve")
+	f.KubeletConfigured = first("kubelet-conf") == "present"
 	if h.OS == provision.Windows {
 		kv := ParseOSRelease(secs["windows"])
 		f.WindowsProductName, f.WindowsInstallationType = kv["ProductName"], kv["InstallationType"]

@@ -104,6 +104,11 @@ func TestCheckHost(t *testing.T) {
 		{"etcd port busy on control plane", controlPl, func() *Facts { f := good(); f.Listening[2379] = true; f.Listening[6443] = true; return f }, labExpect, []string{"error:port-free", "error:port-free"}},
 		{"etcd port on worker is fine", linuxWorker, func() *Facts { f := good(); f.Listening[2379] = true; return f }, labExpect, nil},
 		{"re-run: ports in use expected", controlPl, func() *Facts { f := good(); f.Listening[6443] = true; return f }, Expect{AlreadyInstalled: true}, nil},
+		{"joined node: its own ports", controlPl, func() *Facts {
+			f := good()
+			f.Listening[6443], f.Listening[10250], f.KubeletConfigured = true, true, true
+			return f
+		}, labExpect, nil},
 		{"product_uuid unreadable", linuxWorker, func() *Facts { f := good(); f.ProductUUID = ""; return f }, labExpect, []string{"warning:facts-readable"}},
 		{"Windows 2025 as specified", winWorker, func() *Facts {
 			return &Facts{WindowsBuild: "26100", WindowsInstallationType: "Server Core", ProductUUID: "u", MachineID: "m", TimeSynced: "yes", Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}}
