@@ -327,19 +327,30 @@ func (c *Client) exec(ctx context.Context, shown, line string, stdin io.Reader) 
 	sess.Stdout = io.MultiWriter(&stdout, syncWriter{&mu, &all})
 	sess.Stderr = io.MultiWriter(&stderr, syncWriter{&mu, &all})
 	sess.Stdin = stdin
-	// Cancelling ctx kills the command and closes the session.
-	stop := context.AfterFunc(ctx, func() {
+	if err := sess.Start(line); err != nil {
+		return nil, fail(-1, fmt.Errorf("starting the command: %w", err), nil, nil, nil)
+	}
+	done := make(chan error, 1)
+	go func() { done <- sess.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		// Ask the server to kill the command and close the session, and
+		// return at once: OpenSSH keeps the channel open until the command
+		// ends (it signals only the login shell, and a session without a
+		// terminal gets no hangup), so waiting could take as long as the
+		// command. The Wait goroutine ends when the server closes the
+		// channel or the connection closes.
 		_ = sess.Signal(ssh.SIGKILL)
 		_ = sess.Close()
-	})
-	err = sess.Run(line)
-	cancelled := !stop()
+		mu.Lock()
+		so, se, out := bytes.Clone(stdout.Bytes()), bytes.Clone(stderr.Bytes()), bytes.Clone(all.Bytes())
+		mu.Unlock()
+		return nil, fail(-1, ctx.Err(), so, se, out)
+	}
 	mu.Lock()
 	so, se, out := stdout.Bytes(), stderr.Bytes(), all.Bytes()
 	mu.Unlock()
-	if cancelled && ctx.Err() != nil {
-		return nil, fail(-1, ctx.Err(), so, se, out)
-	}
 	res := &Result{Stdout: so, Stderr: se}
 	var ee *ssh.ExitError
 	switch {
