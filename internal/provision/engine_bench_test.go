@@ -97,6 +97,7 @@ func BenchmarkEngineCriticalPath(b *testing.B) {
 		b.Run(fmt.Sprintf("linux=%d,windows=%d", size.linux, size.windows), func(b *testing.B) {
 			phases, hosts, durs := simulated(size.linux, size.windows)
 			var cp, total time.Duration
+			best := time.Duration(1<<63 - 1)
 			for b.Loop() {
 				e, err := New(phases, hosts, Options{Concurrency: len(hosts) + 1})
 				if err != nil {
@@ -107,9 +108,15 @@ func BenchmarkEngineCriticalPath(b *testing.B) {
 				if err := e.Run(context.Background()); err != nil {
 					b.Fatal(err)
 				}
-				total += time.Since(t0)
+				wall := time.Since(t0)
+				total += wall
+				best = min(best, wall)
 			}
+			// Mean and best of the iterations: on a shared machine the mean
+			// includes other processes' load; the best is the engine's own
+			// overhead.
 			b.ReportMetric(float64(total)/float64(b.N)/float64(cp), "wall/critical")
+			b.ReportMetric(float64(best)/float64(cp), "best-wall/critical")
 			b.ReportMetric(float64(cp.Milliseconds()), "critical-ms")
 		})
 	}
