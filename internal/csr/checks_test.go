@@ -252,7 +252,9 @@ func TestCheckNodeExists(t *testing.T) {
 			in.NodeErr = errors.New("connection refused")
 			return in
 		}, Unknown, "connection refused"},
-		{"not a node", func(t *testing.T) *Input { return input(csrObj{user: "alice", request: nodeReq(n1).build(t)}, nil, nil) }, Skip, ""},
+		{"not a node", func(t *testing.T) *Input {
+			return input(csrObj{user: "alice", request: nodeReq(n1).build(t)}, nil, nil)
+		}, Skip, ""},
 	})
 }
 
