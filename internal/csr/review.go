@@ -15,12 +15,15 @@ package csr
 
 import (
 	"crypto/x509"
+	"fmt"
 	"net/netip"
 	"strings"
 	"time"
 
 	certv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
 // Fixed names from the Kubernetes API and the kubelet.
@@ -238,4 +241,17 @@ func IsDecided(csr *certv1.CertificateSigningRequest) bool {
 		}
 	}
 	return false
+}
+
+// InventoryFromSpec is the Inventory of a loaded cluster spec.
+func InventoryFromSpec(c *spec.Cluster) (StaticInventory, error) {
+	inv := StaticInventory{Suffix: c.Spec.Network.DNSSuffix, Addresses: map[string]netip.Addr{}}
+	for i, n := range c.Spec.Nodes {
+		a, err := netip.ParseAddr(n.Address)
+		if err != nil {
+			return StaticInventory{}, fmt.Errorf("spec.nodes[%d] (%s): address %q: %w", i, n.Name, n.Address, err)
+		}
+		inv.Addresses[n.Name] = a.Unmap()
+	}
+	return inv, nil
 }
