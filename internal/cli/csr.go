@@ -223,10 +223,8 @@ func (o *csrApproveOptions) runOnce(ctx context.Context, s Streams, client kuber
 		if rv.Decision == csr.Deny {
 			denied = true
 		}
-		for _, r := range rv.Results {
-			if r.Check == "node-exists" && r.Verdict == csr.Unknown && !strings.Contains(r.Message, "not registered yet") {
-				apiErrs = append(apiErrs, fmt.Errorf("CertificateSigningRequest %s: %s", c.Name, r.Message))
-			}
+		if rv.APIError != nil {
+			apiErrs = append(apiErrs, fmt.Errorf("CertificateSigningRequest %s: %w", c.Name, rv.APIError))
 		}
 		out := csr.Outcome{Name: rv.Name, Node: rv.Node, Decision: rv.Decision, Reasons: rv.Reasons()}
 		if interactive || (o.output == "table" && o.dryRun) {

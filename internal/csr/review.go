@@ -141,6 +141,9 @@ type Review struct {
 	Usages    []string
 	Decision  Decision
 	Results   []Result
+	// APIError is the error that kept the Node from being looked up (not
+	// "not found"); the request is left pending and the run is incomplete.
+	APIError error
 }
 
 // Reasons are the messages that explain the decision: the failed checks for
@@ -228,6 +231,9 @@ func Evaluate(in *Input) *Review {
 		r.Results = append(r.Results, Result{Check: c.Name, Verdict: v, Message: msg})
 	}
 	r.Decision = Decide(r.Results)
+	if in.NodeErr != nil && !IsNodeNotFound(in.NodeErr) {
+		r.APIError = in.NodeErr
+	}
 	return r
 }
 
