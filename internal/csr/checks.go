@@ -267,7 +267,9 @@ func checkDNSNames(in *Input) (Verdict, string) {
 		case strings.Contains(l, "*"):
 			bad = append(bad, fmt.Sprintf("wildcard %q", n))
 		case static[l] || fromNode[l]:
-		case in.Node == nil:
+		case in.Node == nil || len(in.Node.Status.Addresses) == 0:
+			// The Node is not there, or has not reported its addresses
+			// yet: the answer can change.
 			undecided = append(undecided, n)
 		default:
 			bad = append(bad, fmt.Sprintf("%q", n))
@@ -277,7 +279,7 @@ func checkDNSNames(in *Input) (Verdict, string) {
 		return Fail, fmt.Sprintf("DNS names %s do not belong to node %s (allowed: %s)", strings.Join(bad, ", "), in.NodeName, setString(static, fromNode))
 	}
 	if len(undecided) > 0 {
-		return Unknown, fmt.Sprintf("DNS names %q can only be checked against Node %s's addresses, which is not available", undecided, in.NodeName)
+		return Unknown, fmt.Sprintf("DNS names %q can only be checked against Node %s's addresses, which it has not reported yet", undecided, in.NodeName)
 	}
 	return Pass, ""
 }
@@ -341,6 +343,11 @@ func checkIPAddresses(in *Input) (Verdict, string) {
 	} else if in.Node != nil {
 		allowed = nodeIPs(in.Node)
 		source = "Node " + in.NodeName + "'s InternalIP/ExternalIP"
+		if len(allowed) == 0 {
+			// Registered but no address reported yet: the answer can
+			// change, so decide later.
+			allowed, source = nil, ""
+		}
 	}
 	var bad []string
 	for _, raw := range ips {
@@ -363,7 +370,7 @@ func checkIPAddresses(in *Input) (Verdict, string) {
 		return Fail, fmt.Sprintf("IP addresses %s are not node %s's (allowed by %s: %s)", strings.Join(bad, ", "), in.NodeName, source, addrString(allowed))
 	}
 	if allowed == nil {
-		return Unknown, fmt.Sprintf("IP addresses can only be checked against Node %s's addresses, which is not available", in.NodeName)
+		return Unknown, fmt.Sprintf("IP addresses can only be checked against Node %s's addresses, which it has not reported yet", in.NodeName)
 	}
 	return Pass, ""
 }

@@ -195,7 +195,8 @@ func TestCheckDNSNames(t *testing.T) {
 		{"wildcard", mk([]string{"*.example.com"}, n1Node, labInventory), Fail, "wildcard"},
 		{"trailing dot", mk([]string{n1 + "."}, n1Node, nil), Fail, "do not belong"},
 		{"node name, node missing", mk([]string{n1}, nil, nil), Pass, ""},
-		{"extra name, node missing", mk([]string{n1, "node-1.internal.example.com"}, nil, nil), Unknown, "not available"},
+		{"extra name, node missing", mk([]string{n1, "node-1.internal.example.com"}, nil, nil), Unknown, "not reported yet"},
+		{"extra name, node without addresses yet", mk([]string{n1, "node-1.internal.example.com"}, nodeObj(n1), nil), Unknown, "not reported yet"},
 		{"wildcard, node missing", mk([]string{"*.example.com"}, nil, nil), Fail, "wildcard"},
 		{"not a node", func(t *testing.T) *Input {
 			return input(csrObj{user: "alice", request: nodeReq(n1).build(t)}, nil, nil)
@@ -234,7 +235,10 @@ func TestCheckIPAddresses(t *testing.T) {
 			r := nodeReq("k8s-lab-node-9", "192.168.10.30")
 			return input(fromNode("k8s-lab-node-9", r.build(t)), nodeObj("k8s-lab-node-9", internalIP("192.168.10.30")), labInventory)
 		}, Fail, "not in the cluster spec"},
-		{"node missing, no spec", mk([]string{"192.168.10.24"}, nil, nil, nil), Unknown, "not available"},
+		{"node missing, no spec", mk([]string{"192.168.10.24"}, nil, nil, nil), Unknown, "not reported yet"},
+		{"node without addresses yet", mk([]string{"192.168.10.24"}, nil, nodeObj(n1), nil), Unknown, "not reported yet"},
+		{"node with only a hostname", mk([]string{"192.168.10.24"}, nil, reports(hostname(n1)), nil), Unknown, "not reported yet"},
+		{"node without addresses, loopback", mk([]string{"127.0.0.1"}, nil, nodeObj(n1), nil), Fail, "can never belong"},
 		{"node missing, spec decides", mk([]string{"192.168.10.24"}, nil, nil, labInventory), Pass, ""},
 		{"node missing, spec denies", mk([]string{"192.168.10.26"}, nil, nil, labInventory), Fail, "192.168.10.26"},
 		{"node missing, loopback", mk([]string{"127.0.0.1"}, nil, nil, nil), Fail, "can never belong"},
