@@ -113,7 +113,7 @@ error; 3 could not complete (API unreachable, an API error).`,
 	f.BoolVar(&o.watch, "watch", false, "run as a controller until interrupted, deciding requests as they arrive")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json (with --watch: the log format)")
 	f.DurationVar(&o.maxExpiration, "max-expiration", csr.DefaultMaxExpiration, "largest spec.expirationSeconds to approve")
-	f.IntVar(&o.workers, "workers", 2, "with --watch: requests decided in parallel")
+	f.IntVar(&o.workers, "workers", 8, "with --watch: requests decided in parallel")
 	return cmd
 }
 
@@ -160,7 +160,7 @@ func (o *csrApproveOptions) run(ctx context.Context, s Streams, args []string) e
 	}
 	if o.watch {
 		// Decisions must not queue behind client-side throttling.
-		cfg.QPS, cfg.Burst = 50, 100
+		cfg.QPS, cfg.Burst = 200, 400
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
