@@ -276,7 +276,7 @@ func checkDNSNames(in *Input) (Verdict, string) {
 		}
 	}
 	if len(bad) > 0 {
-		return Fail, fmt.Sprintf("DNS names %s do not belong to node %s (allowed: %s)", strings.Join(bad, ", "), in.NodeName, setString(static, fromNode))
+		return Fail, fmt.Sprintf("%s %s %s not belong to node %s (allowed: %s)", plural(len(bad), "DNS name", "DNS names"), strings.Join(bad, ", "), plural(len(bad), "does", "do"), in.NodeName, setString(static, fromNode))
 	}
 	if len(undecided) > 0 {
 		return Unknown, fmt.Sprintf("DNS names %q can only be checked against Node %s's addresses, which it has not reported yet", undecided, in.NodeName)
@@ -365,9 +365,9 @@ func checkIPAddresses(in *Input) (Verdict, string) {
 	}
 	if len(bad) > 0 {
 		if source == "" {
-			return Fail, fmt.Sprintf("IP addresses %s can never belong to a node", strings.Join(bad, ", "))
+			return Fail, fmt.Sprintf("%s %s can never belong to a node", plural(len(bad), "IP address", "IP addresses"), strings.Join(bad, ", "))
 		}
-		return Fail, fmt.Sprintf("IP addresses %s are not node %s's (allowed by %s: %s)", strings.Join(bad, ", "), in.NodeName, source, addrString(allowed))
+		return Fail, fmt.Sprintf("%s %s %s not node %s's (allowed by %s: %s)", plural(len(bad), "IP address", "IP addresses"), strings.Join(bad, ", "), plural(len(bad), "is", "are"), in.NodeName, source, addrString(allowed))
 	}
 	if allowed == nil {
 		return Unknown, fmt.Sprintf("IP addresses can only be checked against Node %s's addresses, which it has not reported yet", in.NodeName)
@@ -436,4 +436,11 @@ func addrString(m map[netip.Addr]bool) string {
 		return "none"
 	}
 	return strings.Join(all, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
