@@ -26,6 +26,7 @@ func commands(s Streams) []*cobra.Command {
 	return []*cobra.Command{
 		newInitCmd(s),
 		newPlanCmd(s),
+		newRenderCmd(s),
 		newCSRCmd(s),
 		newVersionCmd(s),
 		newCompletionCmd(s),

@@ -32,27 +32,33 @@ const (
 // Plan is the derived cluster plan. Its JSON form is `hybridctl plan -o json`
 // (design §5): field names are a contract.
 type Plan struct {
-	Cluster              string         `json:"cluster"`
-	KubernetesVersion    string         `json:"kubernetesVersion"`
-	KubernetesMinor      string         `json:"kubernetesMinor"`
-	ControlPlaneEndpoint string         `json:"controlPlaneEndpoint"`
-	APIServer            APIServer      `json:"apiServer"`
-	DNSServiceIP         string         `json:"dnsServiceIP"`
-	DNSDomain            string         `json:"dnsDomain"`
-	DNSSuffix            string         `json:"dnsSuffix,omitempty"`
-	NodeNetwork          NodeNet        `json:"nodeNetwork"`
-	PodNetwork           PodNetwork     `json:"podNetwork"`
-	ServiceNetwork       ServiceNet     `json:"serviceNetwork"`
-	VXLAN                VXLAN          `json:"vxlan"`
-	Versions             Versions       `json:"versions"`
-	Calico               Calico         `json:"calico"`
-	KubeProxy            KubeProxy      `json:"kubeProxy"`
-	Addons               []Addon        `json:"addons"`
-	Nodes                []Node         `json:"nodes"`
-	RuntimeClasses       []RuntimeClass `json:"runtimeClasses"`
-	Ports                []Port         `json:"ports"`
-	DNSRecords           []DNSRecord    `json:"dnsRecords"`
-	Warnings             []Warning      `json:"warnings"`
+	Cluster              string     `json:"cluster"`
+	KubernetesVersion    string     `json:"kubernetesVersion"`
+	KubernetesMinor      string     `json:"kubernetesMinor"`
+	ControlPlaneEndpoint string     `json:"controlPlaneEndpoint"`
+	APIServer            APIServer  `json:"apiServer"`
+	DNSServiceIP         string     `json:"dnsServiceIP"`
+	DNSDomain            string     `json:"dnsDomain"`
+	DNSSuffix            string     `json:"dnsSuffix,omitempty"`
+	NodeNetwork          NodeNet    `json:"nodeNetwork"`
+	PodNetwork           PodNetwork `json:"podNetwork"`
+	ServiceNetwork       ServiceNet `json:"serviceNetwork"`
+	VXLAN                VXLAN      `json:"vxlan"`
+	Versions             Versions   `json:"versions"`
+	Calico               Calico     `json:"calico"`
+	KubeProxy            KubeProxy  `json:"kubeProxy"`
+	// SandboxImage is the pause image kubeadm of this Kubernetes minor
+	// names (kubeadm config images list); containerd's sandbox image is set
+	// to it so that kubeadm does not warn about a mismatch.
+	SandboxImage string `json:"sandboxImage"`
+	// KubernetesAptRepo is the pkgs.k8s.io Debian repository of the minor.
+	KubernetesAptRepo string         `json:"kubernetesAptRepo"`
+	Addons            []Addon        `json:"addons"`
+	Nodes             []Node         `json:"nodes"`
+	RuntimeClasses    []RuntimeClass `json:"runtimeClasses"`
+	Ports             []Port         `json:"ports"`
+	DNSRecords        []DNSRecord    `json:"dnsRecords"`
+	Warnings          []Warning      `json:"warnings"`
 }
 
 // APIServer is the API's addresses.
@@ -286,6 +292,13 @@ func Derive(c *spec.Cluster, warnings spec.Diagnostics) (*Plan, error) {
 		KubeProxy: KubeProxy{LinuxMode: s.KubeProxy.Mode},
 		Warnings:  []Warning{},
 	}
+	p.KubernetesAptRepo = "https://pkgs.k8s.io/core:/stable:/" + p.KubernetesMinor + "/deb/"
+	pause, known := PauseVersion(p.KubernetesMinor)
+	p.SandboxImage = "registry.k8s.io/pause:" + pause
+	if !known {
+		p.Warnings = append(p.Warnings, Warning{Check: "P001 sandbox-image", Path: "spec.kubernetesVersion",
+			Message: fmt.Sprintf("hybridctl does not know which pause image kubeadm %s names; using %s (check: kubeadm config images list --kubernetes-version %s)", p.KubernetesMinor, p.SandboxImage, s.KubernetesVersion)})
+	}
 	if hasWindows {
 		p.KubeProxy.WindowsMode = "kernelspace"
 		p.KubeProxy.WindowsImage = "sigwindowstools/kube-proxy:" + s.KubernetesVersion + "-calico-hostprocess"
@@ -342,6 +355,31 @@ func Derive(c *spec.Cluster, warnings spec.Diagnostics) (*Plan, error) {
 		p.Warnings = append(p.Warnings, Warning{Check: w.Rule + " " + w.Name, Path: w.Path, Line: w.Line, Message: w.Message})
 	}
 	return p, nil
+}
+
+// pauseVersions is the pause image tag kubeadm names per Kubernetes minor
+// (constants.PauseVersion in cmd/kubeadm/app/constants). v1.37 is read from
+// k8s.io/kubernetes@v1.37.2; v1.34 and v1.35 from those releases (3.10.1).
+// A minor not listed gets the newest tag and a plan warning.
+func pauseVersions() []struct{ minor, pause string } {
+	return []struct{ minor, pause string }{
+		{"v1.34", "3.10.1"},
+		{"v1.35", "3.10.1"},
+		{"v1.37", "3.10.2"},
+	}
+}
+
+// PauseVersion returns the pause image tag kubeadm of a minor ("v1.37")
+// names. For a minor it does not know it returns the newest known tag and
+// false.
+func PauseVersion(minor string) (string, bool) {
+	pvs := pauseVersions()
+	for _, pv := range pvs {
+		if pv.minor == minor {
+			return pv.pause, true
+		}
+	}
+	return pvs[len(pvs)-1].pause, false
 }
 
 func nonNil(s []string) []string {
