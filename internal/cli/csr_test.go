@@ -56,6 +56,7 @@ current-context: c
 		{"tiny max expiration", []string{"csr", "approve", "--max-expiration", "1m"}, 2, "10-minute minimum"},
 		{"spec on stdin while prompting", []string{"csr", "approve", "-f", "-"}, 2, "confirmation prompt"},
 		{"unreachable API", []string{"csr", "approve", "--kubeconfig", kc, "--yes"}, 3, "127.0.0.1:1"},
+		{"unreachable API, watch", []string{"csr", "approve", "--kubeconfig", kc, "--watch"}, 3, "listing kubelet-serving CertificateSigningRequests"},
 		{"unreadable spec", []string{"csr", "approve", "--kubeconfig", kc, "-f", filepath.Join(dir, "nope.yaml")}, 3, "nope.yaml"},
 		{"help teaches", []string{"csr", "approve", "--help"}, 0, "hybridctl csr approve --yes -o json"},
 	} {

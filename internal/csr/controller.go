@@ -171,6 +171,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
 
+	// Fail fast, with the API's own error, when the server is unreachable
+	// or the identity may not list what the controller needs; informers
+	// would retry silently forever.
+	if err := c.preflight(ctx); err != nil {
+		return err
+	}
+
 	c.csrFactory.Start(ctx.Done())
 	c.nodeFact.Start(ctx.Done())
 	defer c.csrFactory.Shutdown()
@@ -195,6 +202,18 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.log.Info("stopping kubelet-serving CSR approver")
 	c.queue.ShutDown()
 	wg.Wait()
+	return nil
+}
+
+func (c *Controller) preflight(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := c.client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{FieldSelector: SignerFieldSelector(), Limit: 1}); err != nil {
+		return fmt.Errorf("listing kubelet-serving CertificateSigningRequests: %w", err)
+	}
+	if _, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		return fmt.Errorf("listing Nodes: %w", err)
+	}
 	return nil
 }
 

@@ -545,3 +545,20 @@ func TestInClusterApproverRBAC(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerWithoutPermissionFailsFast: an identity that may not list
+// CSRs gets the API's Forbidden at start, not a silent hang.
+func TestControllerWithoutPermissionFailsFast(t *testing.T) {
+	env := testenv.Get(t)
+	cfg, err := env.UserConfig("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewController(clientFor(t, cfg), ControllerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Run(t.Context()); !apierrors.IsForbidden(err) {
+		t.Fatalf("Run as an identity without permissions: %v, want Forbidden", err)
+	}
+}
