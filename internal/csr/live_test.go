@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -464,7 +465,11 @@ func TestInClusterApproverRBAC(t *testing.T) {
 	env := testenv.Get(t)
 	ctx := t.Context()
 	admin := setupLab(t, env)
-	o, err := InClusterApprover(DeployOptions{Image: "ghcr.io/hybridctl/hybridctl:test"})
+	lab, err := os.ReadFile("../../examples/lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := InClusterApprover(DeployOptions{Image: "ghcr.io/hybridctl/hybridctl:test", ClusterSpec: lab})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,6 +484,8 @@ func TestInClusterApproverRBAC(t *testing.T) {
 	mustCreate("Namespace", err)
 	_, err = admin.CoreV1().ServiceAccounts(ns).Create(ctx, o.ServiceAccount, metav1.CreateOptions{})
 	mustCreate("ServiceAccount", err)
+	_, err = admin.CoreV1().ConfigMaps(ns).Create(ctx, o.ClusterSpec, metav1.CreateOptions{})
+	mustCreate("ConfigMap", err)
 	_, err = admin.RbacV1().ClusterRoles().Create(ctx, o.ClusterRole, metav1.CreateOptions{})
 	mustCreate("ClusterRole", err)
 	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, o.ClusterRoleBinding, metav1.CreateOptions{})

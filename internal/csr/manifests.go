@@ -26,13 +26,22 @@ type DeployOptions struct {
 	Image string
 	// MaxExpiration, when non-zero, is passed as --max-expiration.
 	MaxExpiration string
+	// ClusterSpec, when set, is the cluster.yaml to check IP addresses
+	// against (the inventory wins over what nodes report). It is shipped in
+	// a ConfigMap and passed with -f.
+	ClusterSpec []byte
 }
+
+// specMountDir is where the cluster spec ConfigMap is mounted.
+const specMountDir = "/etc/hybridctl"
 
 // InCluster is the set of objects that runs `hybridctl csr approve --watch`
 // inside the cluster with least privilege.
 type InCluster struct {
-	Namespace          *corev1.Namespace
-	ServiceAccount     *corev1.ServiceAccount
+	Namespace      *corev1.Namespace
+	ServiceAccount *corev1.ServiceAccount
+	// ClusterSpec is nil unless DeployOptions.ClusterSpec was given.
+	ClusterSpec        *corev1.ConfigMap
 	ClusterRole        *rbacv1.ClusterRole
 	ClusterRoleBinding *rbacv1.ClusterRoleBinding
 	Deployment         *appsv1.Deployment
@@ -40,7 +49,11 @@ type InCluster struct {
 
 // Objects returns the objects in the order they must be created.
 func (o *InCluster) Objects() []runtime.Object {
-	return []runtime.Object{o.Namespace, o.ServiceAccount, o.ClusterRole, o.ClusterRoleBinding, o.Deployment}
+	objs := []runtime.Object{o.Namespace, o.ServiceAccount}
+	if o.ClusterSpec != nil {
+		objs = append(objs, o.ClusterSpec)
+	}
+	return append(objs, o.ClusterRole, o.ClusterRoleBinding, o.Deployment)
 }
 
 // YAML renders the objects as one multi-document YAML stream.
@@ -166,6 +179,20 @@ func InClusterApprover(opts DeployOptions) (*InCluster, error) {
 				},
 			},
 		},
+	}
+	if len(opts.ClusterSpec) > 0 {
+		o.ClusterSpec = &corev1.ConfigMap{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-cluster-spec", Namespace: ns, Labels: labels},
+			Data:       map[string]string{"cluster.yaml": string(opts.ClusterSpec)},
+		}
+		pod := &o.Deployment.Spec.Template.Spec
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "cluster-spec", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: o.ClusterSpec.Name}},
+		}})
+		ctr := &pod.Containers[0]
+		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: "cluster-spec", MountPath: specMountDir, ReadOnly: true})
+		ctr.Args = append(ctr.Args, "-f="+specMountDir+"/cluster.yaml")
 	}
 	return o, nil
 }

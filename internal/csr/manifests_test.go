@@ -12,26 +12,37 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestInClusterApproverGolden(t *testing.T) {
-	o, err := InClusterApprover(DeployOptions{Image: "ghcr.io/hybridctl/hybridctl:v0.1.0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := o.YAML()
-	if err != nil {
-		t.Fatal(err)
-	}
-	golden := filepath.Join("testdata", "incluster-approver.golden.yaml")
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -run TestInClusterApproverGolden -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("rendered approver differs from %s; rerun with -update if intended\n%s", golden, got)
+	for _, tc := range []struct {
+		golden string
+		opts   DeployOptions
+	}{
+		{"incluster-approver.golden.yaml", DeployOptions{Image: "ghcr.io/hybridctl/hybridctl:v0.1.0"}},
+		{"incluster-approver-spec.golden.yaml", DeployOptions{Image: "ghcr.io/hybridctl/hybridctl:v0.1.0", MaxExpiration: "720h",
+			ClusterSpec: []byte("apiVersion: hybridctl.dev/v1alpha1\nkind: Cluster\n")}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			o, err := InClusterApprover(tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := o.YAML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", tc.golden)
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -run TestInClusterApproverGolden -update)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("rendered approver differs from %s; rerun with -update if intended\n%s", golden, got)
+			}
+		})
 	}
 }
 
