@@ -7,6 +7,9 @@ import (
 
 	certv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/hybridctl/hybridctl/examples"
+	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
 func TestDecide(t *testing.T) {
@@ -126,4 +129,32 @@ func FuzzReview(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestInventoryFromSpec(t *testing.T) {
+	r := spec.Parse("lab.yaml", examples.Lab)
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := InventoryFromSpec(r.Cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.DNSSuffix() != "example.com" {
+		t.Errorf("suffix %q", inv.DNSSuffix())
+	}
+	for name, want := range map[string]string{"k8s-lab-master-1": "192.168.10.23", "k8s-lab-node-1": "192.168.10.24", "k8s-lab-win-1": "192.168.10.25", "k8s-lab-node-2": "192.168.10.26"} {
+		if a, ok := inv.NodeAddress(name); !ok || a.String() != want {
+			t.Errorf("%s: %v %v, want %s", name, a, ok, want)
+		}
+	}
+	if _, ok := inv.NodeAddress("k8s-lab-node-9"); ok {
+		t.Error("a node not in the spec has an address")
+	}
+	bad := *r.Cluster
+	bad.Spec.Nodes = append([]spec.Node{}, r.Cluster.Spec.Nodes...)
+	bad.Spec.Nodes[1].Address = "192.168.10.x"
+	if _, err := InventoryFromSpec(&bad); err == nil || !strings.Contains(err.Error(), "spec.nodes[1]") {
+		t.Errorf("bad address: %v, want an error naming spec.nodes[1]", err)
+	}
 }
