@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -296,16 +297,34 @@ func age(t time.Time) string {
 	return duration.HumanDuration(time.Since(t))
 }
 
+// orNone joins list for display, quoting any entry a terminal could
+// misread: names in a request are chosen by whoever made it, and an escape
+// sequence in a DNS name must not repaint the reviewer's screen.
 func orNone(list []string) string {
 	if len(list) == 0 {
 		return "<none>"
 	}
-	return strings.Join(list, ", ")
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = printable(s)
+	}
+	return strings.Join(out, ", ")
+}
+
+// printable returns s, or s quoted with Go escapes when it holds anything but
+// printable ASCII or spaces in the middle.
+func printable(s string) string {
+	for _, r := range s {
+		if r < 0x21 || r > 0x7e {
+			return strconv.QuoteToASCII(s)
+		}
+	}
+	return s
 }
 
 // printReview shows one request the way a reviewer needs it.
 func printReview(w io.Writer, rv *csr.Review) {
-	fmt.Fprintf(w, "\n%s  requested by %s, %s ago\n", rv.Name, rv.Requester, age(rv.Created))
+	fmt.Fprintf(w, "\n%s  requested by %s, %s ago\n", printable(rv.Name), printable(rv.Requester), age(rv.Created))
 	fmt.Fprintf(w, "  DNS names: %s\n", orNone(rv.DNSNames))
 	fmt.Fprintf(w, "  IPs:       %s\n", orNone(rv.IPs))
 	if len(rv.Emails)+len(rv.URIs) > 0 {
@@ -332,9 +351,9 @@ func printOutcomes(w io.Writer, outs []csr.Outcome, reviews []*csr.Review, dryRu
 		if dryRun {
 			d += " (dry run)"
 		}
-		node := o.Node
+		node := printable(o.Node)
 		if node == "" {
-			node = rv.Requester
+			node = printable(rv.Requester)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Name, node, age(rv.Created), orNone(rv.DNSNames), orNone(rv.IPs), d, strings.Join(o.Reasons, "; "))
 	}

@@ -249,3 +249,20 @@ func TestCSRApproveNodeLookupErrorIsIncomplete(t *testing.T) {
 		}
 	}
 }
+
+func TestPrintableQuotesTerminalEscapes(t *testing.T) {
+	for in, want := range map[string]string{
+		"k8s-lab-node-1":          "k8s-lab-node-1",
+		"evil\x1b[2J.example.com": `"evil\x1b[2J.example.com"`,
+		"tab\tname":               `"tab\tname"`,
+		"":                        "", // the table falls back to the requester on ""
+		"ünï":                     `"\u00fcn\u00ef"`,
+	} {
+		if got := printable(in); got != want {
+			t.Errorf("printable(%q) = %s, want %s", in, got, want)
+		}
+	}
+	if got := orNone([]string{"a", "b\x07"}); got != `a, "b\a"` {
+		t.Errorf("orNone = %s", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -280,9 +281,12 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 }
 
 func (c *Controller) logDecision(rv *Review) {
+	// Lists are joined into strings: slog quotes a string that holds
+	// control characters, not the elements of a slice, and the names in a
+	// request are chosen by whoever made it.
 	attrs := []any{"csr", rv.Name, "node", rv.Node, "requester", rv.Requester,
-		"decision", string(rv.Decision), "dnsNames", rv.DNSNames, "ips", rv.IPs,
-		"reasons", rv.Reasons(), "dryRun", c.opts.DryRun}
+		"decision", string(rv.Decision), "dnsNames", strings.Join(rv.DNSNames, ","), "ips", strings.Join(rv.IPs, ","),
+		"reasons", strings.Join(rv.Reasons(), "; "), "dryRun", c.opts.DryRun}
 	if !rv.Created.IsZero() {
 		attrs = append(attrs, "age", time.Since(rv.Created).Round(time.Millisecond).String())
 	}

@@ -126,6 +126,7 @@ func adversarialCorpus() []corpusCase {
 		{name: "another-nodes-ip-with-spec", creator: "node:k8s-lab-node-1", req: nodeReq("k8s-lab-node-1", "192.168.10.26"), spec: true, want: Deny, why: []string{"ip-addresses"}},
 		{name: "extra-dns-name", creator: "node:k8s-lab-node-1", req: with(n1r, func(r *req) { r.dns = append(r.dns, "k8s-lab-node-2") }), want: Deny, why: []string{"dns-names"}},
 		{name: "api-server-dns-name", creator: "node:k8s-lab-node-1", req: with(n1r, func(r *req) { r.dns = append(r.dns, "kubernetes.default.svc") }), want: Deny, why: []string{"dns-names"}},
+		{name: "terminal-escape-in-dns-name", creator: "node:k8s-lab-node-1", req: with(n1r, func(r *req) { r.dns = append(r.dns, "x\x1b[2J.example.com") }), want: Deny, why: []string{"dns-names"}},
 		{name: "wildcard", creator: "node:k8s-lab-node-1", req: with(n1r, func(r *req) { r.dns = []string{"*.example.com"} }), spec: true, want: Deny, why: []string{"dns-names"}},
 		{name: "suffix-name-without-spec", creator: "node:k8s-lab-node-1", req: with(n1r, func(r *req) { r.dns = append(r.dns, "k8s-lab-node-1.example.com") }), want: Deny, why: []string{"dns-names"}},
 		{name: "email-san", creator: "node:k8s-lab-node-1", req: with(n1r, func(r *req) { r.emails = []string{"root@example.com"} }), want: Deny, why: []string{"san-kinds"}},
