@@ -26,6 +26,7 @@ func commands(s Streams) []*cobra.Command {
 	return []*cobra.Command{
 		newVersionCmd(s),
 		newCompletionCmd(s),
+		newKubeconfigCmd(s),
 	}
 }
 
