@@ -144,10 +144,10 @@ func Import(ctx context.Context, st *Store, opts ImportOptions) (*ImportResult, 
 
 // entryChange is one of the three entries an import writes.
 type entryChange struct {
-	kind, name     string
-	exists, same   bool
+	kind, name        string
+	exists, same      bool
 	inFile, importing string
-	set            func()
+	set               func()
 }
 
 // mergeImport puts the three entries into cfg. An entry of the same name and

@@ -211,4 +211,3 @@ func joinOrNone(s []string) string {
 	}
 	return out
 }
-

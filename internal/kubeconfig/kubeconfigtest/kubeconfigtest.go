@@ -122,10 +122,10 @@ users:
 // CA required, /version answering with its own gitVersion and a
 // SelfSubjectReview that returns the client certificate's subject.
 type FakeCluster struct {
-	Name     string
-	CA       *CA
-	Server   *httptest.Server
-	Admin    struct{ Cert, Key []byte }
+	Name   string
+	CA     *CA
+	Server *httptest.Server
+	Admin  struct{ Cert, Key []byte }
 }
 
 func (f *FakeCluster) URL() string { return f.Server.URL }
