@@ -525,4 +525,3 @@ func assertNoSecrets(t testing.TB, s string, secrets ...[]byte) {
 		}
 	}
 }
-
