@@ -216,6 +216,11 @@ func mergeImport(cfg *api.Config, name string, cluster *api.Cluster, user *api.A
 		}
 		res.Entries = append(res.Entries, EntryResult{Kind: ch.kind, Name: ch.name, Action: a, Describe: ch.importing})
 	}
+	// When the cluster or user changed, the context's marker must say so
+	// too (list shows the context's import time and source).
+	if changed && res.Entries[2].Action == Unchanged {
+		changes[2].set()
+	}
 	// The same cluster or user may already be known under another name
 	// (for example kubeadm's kubernetes / kubernetes-admin); say so.
 	for n, c := range cfg.Clusters {

@@ -217,6 +217,16 @@ func TestImportIdempotentConflictOverwrite(t *testing.T) {
 	if got := serverVersion(t, contextConfig(t, []string{st.Path}, "lab")); got != b.Version() {
 		t.Errorf("after overwrite lab reaches %s", got)
 	}
+	// The context is unchanged, but its marker now names the new source.
+	cfg, err := clientcmd.LoadFromFile(st.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := ContextImported(cfg, "lab")
+	src, _ := ParseSource(bConf, mustRead(t, bConf), dir, "")
+	if !ok || m.Source != bConf || m.SourceSHA256 != src.SHA256 {
+		t.Errorf("context marker after overwrite: %+v", m)
+	}
 }
 
 // TestImportInlinesFiles: a source that references its certificates by
