@@ -223,13 +223,14 @@ func mergeImport(cfg *api.Config, name string, cluster *api.Cluster, user *api.A
 	}
 	// The same cluster or user may already be known under another name
 	// (for example kubeadm's kubernetes / kubernetes-admin); say so.
+	clusterID, userID := ClusterIdentity(cluster), UserIdentity(user)
 	for n, c := range cfg.Clusters {
-		if n != clusterName && ClusterIdentity(c) == ClusterIdentity(cluster) {
+		if n != clusterName && c != nil && ClusterIdentity(c) == clusterID {
 			res.Entries[0].SameAs = append(res.Entries[0].SameAs, n)
 		}
 	}
 	for n, u := range cfg.AuthInfos {
-		if n != userName && UserIdentity(u) == UserIdentity(user) {
+		if n != userName && u != nil && UserIdentity(u) == userID {
 			res.Entries[1].SameAs = append(res.Entries[1].SameAs, n)
 		}
 	}
