@@ -21,6 +21,9 @@ import (
 
 // ClusterIdentity is a content hash of a cluster entry.
 func ClusterIdentity(c *api.Cluster) string {
+	if c == nil {
+		return ""
+	}
 	h := sha256.New()
 	fmt.Fprintf(h, "server=%s\n", normalizeServer(c.Server))
 	fmt.Fprintf(h, "ca=%s\n", caFingerprint(c))
@@ -30,6 +33,9 @@ func ClusterIdentity(c *api.Cluster) string {
 
 // UserIdentity is a content hash of a user entry.
 func UserIdentity(u *api.AuthInfo) string {
+	if u == nil {
+		return ""
+	}
 	h := sha256.New()
 	fmt.Fprintf(h, "cert=%s\n", certFingerprint(u.ClientCertificateData))
 	fmt.Fprintf(h, "cert-file=%s\nkey-file=%s\n", u.ClientCertificate, u.ClientKey)

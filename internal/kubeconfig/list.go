@@ -129,6 +129,9 @@ func FindShadows(ctx context.Context, files []string) ([]Shadow, error) {
 		}
 		for _, n := range sortedKeys(cfg.Contexts) {
 			c := cfg.Contexts[n]
+			if c == nil {
+				continue
+			}
 			check(contexts, "context", n, f, c.Cluster+"\x00"+c.AuthInfo+"\x00"+c.Namespace)
 		}
 	}

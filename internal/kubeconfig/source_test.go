@@ -1,6 +1,7 @@
 package kubeconfig
 
 import (
+	"context"
 	"encoding/base64"
 	"os"
 	"path/filepath"
@@ -161,5 +162,42 @@ func FuzzParseSource(f *testing.F) {
 		_ = UserIdentity(src.User)
 		_ = DescribeCluster(src.Cluster)
 		_ = DescribeUser(src.User)
+	})
+}
+
+// FuzzImportIntoTarget: whatever the existing kubeconfig holds, an import
+// never panics, and either succeeds or fails naming the target with the
+// file unchanged.
+func FuzzImportIntoTarget(f *testing.F) {
+	ca := kt.NewCA(f, "kubernetes")
+	cert, key := ca.Issue(f, "kubernetes-admin", nil)
+	conf := kt.AdminConf("https://10.0.0.1:6443", ca.CertPEM, cert, key)
+	src := kt.WriteFile(f, filepath.Join(f.TempDir(), "admin.conf"), conf, 0o600)
+	f.Add(conf)
+	f.Add([]byte(""))
+	f.Add([]byte("contexts: [{name: lab}]\nclusters: [{name: lab}]\nusers: [{name: lab-admin}]\n"))
+	f.Add([]byte("contexts: [{name: x, context: {cluster: lab, user: lab-admin}}]\n"))
+	f.Add([]byte("clusters: [{name: lab, cluster: {server: 'https://10.0.0.1:6443', extensions: [{name: hybridctl.dev/imported, extension: {importedAt: 3}}]}}]\n"))
+	f.Fuzz(func(t *testing.T, target []byte) {
+		st := &Store{Path: filepath.Join(t.TempDir(), "config")}
+		if err := os.WriteFile(st.Path, target, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Import(context.Background(), st, ImportOptions{Source: src, Name: "lab"})
+		if err != nil {
+			if KindOf(err) == KindInvalid && !strings.Contains(err.Error(), st.Path) {
+				t.Fatalf("error does not name the target: %v", err)
+			}
+			if b, _ := os.ReadFile(st.Path); string(b) != string(target) {
+				t.Fatal("failed import changed the target")
+			}
+			return
+		}
+		if _, err := List(context.Background(), st); err != nil {
+			t.Fatalf("list after a successful import: %v", err)
+		}
+		if _, err := Remove(context.Background(), st, "lab"); err != nil {
+			t.Fatalf("remove after a successful import: %v", err)
+		}
 	})
 }
