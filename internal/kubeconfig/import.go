@@ -106,7 +106,7 @@ func Import(ctx context.Context, st *Store, opts ImportOptions) (*ImportResult, 
 
 	now := st.now()
 	marker, err := markerObject(Marker{
-		ImportedAt: now, Source: src.Name, SourceSHA256: src.SHA256,
+		ImportedAt: now, Source: src.Path, SourceSHA256: src.SHA256,
 		SourceContext: src.Context, SourceCluster: src.ClusterName, SourceUser: src.UserName,
 	})
 	if err != nil {
@@ -276,5 +276,10 @@ func readSource(ctx context.Context, opts ImportOptions) (*Source, error) {
 	if err != nil {
 		return nil, newErr(KindIO, "reading source kubeconfig", err)
 	}
-	return ParseSource(opts.Source, data, filepath.Dir(abs), opts.SourceContext)
+	src, err := ParseSource(opts.Source, data, filepath.Dir(abs), opts.SourceContext)
+	if err != nil {
+		return nil, err
+	}
+	src.Path = abs
+	return src, nil
 }

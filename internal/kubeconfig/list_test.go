@@ -1,12 +1,14 @@
 package kubeconfig
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	api "k8s.io/client-go/tools/clientcmd/api"
 
@@ -119,5 +121,37 @@ func TestFindShadows(t *testing.T) {
 	}
 	if _, err := FindShadows(context.Background(), []string{fa, fb}); KindOf(err) != KindInvalid {
 		t.Errorf("invalid file: %v", err)
+	}
+}
+
+// TestMarkerSurvivesClientGoRewrite: kubectl config rewrites the file through
+// clientcmd's Load and Write; the marker must survive that round trip.
+func TestMarkerSurvivesClientGoRewrite(t *testing.T) {
+	c := kt.StartFakeCluster(t, "m")
+	st := newStore(t)
+	if _, err := importFile(t, st, kt.WriteFile(t, filepath.Join(t.TempDir(), "a"), c.AdminConf(), 0o600), "m", nil); err != nil {
+		t.Fatal(err)
+	}
+	raw := mustRead(t, st.Path)
+	if !bytes.Contains(raw, []byte("name: "+ExtensionName)) || !bytes.Contains(raw, []byte("importedAt:")) {
+		t.Fatalf("marker not in the file as a named extension:\n%s", raw)
+	}
+	cfg, err := clientcmd.Load(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Contexts["m"].Namespace = "changed-by-kubectl"
+	again, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg2, err := clientcmd.Load(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, exts := range []map[string]runtime.Object{cfg2.Contexts["m"].Extensions, cfg2.Clusters["m"].Extensions, cfg2.AuthInfos["m-admin"].Extensions} {
+		if m, ok := MarkerOf(exts); !ok || m.SourceContext != "kubernetes-admin@kubernetes" {
+			t.Errorf("marker lost in a client-go rewrite: %+v", m)
+		}
 	}
 }

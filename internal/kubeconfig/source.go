@@ -26,6 +26,8 @@ type Source struct {
 	// Name is how the source is named in messages: the file's path, or
 	// "<stdin>".
 	Name string
+	// Path is the source file's absolute path, "<stdin>" for standard input.
+	Path string
 	// SHA256 is the hex SHA-256 of the source's bytes.
 	SHA256 string
 	// Context is the name of the source context that was taken.
@@ -83,7 +85,7 @@ func ParseSource(name string, data []byte, baseDir, sourceContext string) (*Sour
 		return nil, err
 	}
 	sum := sha256.Sum256(data)
-	src := &Source{Name: name, SHA256: hex.EncodeToString(sum[:])}
+	src := &Source{Name: name, Path: name, SHA256: hex.EncodeToString(sum[:])}
 
 	ctxName := sourceContext
 	if ctxName == "" {
