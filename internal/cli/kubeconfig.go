@@ -213,7 +213,7 @@ func printImport(w io.Writer, r *kubeconfig.ImportResult) {
 				who += " [" + strings.Join(r.Verified.Groups, " ") + "]"
 			}
 		}
-		fmt.Fprintf(w, "Verified: server %s, certificate signed by the imported CA%s.\n", r.Verified.ServerVersion, who)
+		fmt.Fprintf(w, "Verified: server %s, certificate trusted by %s%s.\n", r.Verified.ServerVersion, r.Verified.TrustedBy, who)
 	}
 	if r.TightenedFrom != "" {
 		fmt.Fprintf(w, "The file was mode %s; it is 0600 now.\n", r.TightenedFrom)

@@ -26,6 +26,9 @@ const DefaultVerifyTimeout = 15 * time.Second
 type Verified struct {
 	// ServerVersion is the git version /version reports.
 	ServerVersion string `json:"serverVersion"`
+	// TrustedBy says what the server certificate was checked against:
+	// "the imported CA", or "the system CAs" when the cluster has no CA data.
+	TrustedBy string `json:"trustedBy"`
 	// Username and Groups are who the server says the credentials are
 	// (a SelfSubjectReview); empty when the server does not serve it.
 	Username string   `json:"username,omitempty"`
@@ -75,7 +78,10 @@ func Verify(ctx context.Context, cluster *api.Cluster, user *api.AuthInfo, timeo
 	if err != nil {
 		return nil, newErr(KindVerify, fmt.Sprintf("%s: GET %s/version", where, cluster.Server), explainTLS(err))
 	}
-	v := &Verified{ServerVersion: gitVersion(body)}
+	v := &Verified{ServerVersion: gitVersion(body), TrustedBy: "the imported CA"}
+	if len(cluster.CertificateAuthorityData) == 0 && cluster.CertificateAuthority == "" {
+		v.TrustedBy = "the system CAs"
+	}
 
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
