@@ -61,7 +61,7 @@ func assertAllImported(t *testing.T, st *Store, n int) {
 func TestConcurrentImportsGoroutines(t *testing.T) {
 	srcs := writeSources(t, concurrentImports)
 	st := newStore(t)
-	st.LockTimeout = time.Minute
+	st.LockTimeout = 5 * time.Minute // generous: the test is about losing nothing, not speed (-race on a loaded machine is slow)
 	var wg sync.WaitGroup
 	errs := make(chan error, concurrentImports)
 	for i, src := range srcs {
@@ -127,7 +127,7 @@ func TestHelperImportProcess(t *testing.T) {
 	if target == "" {
 		t.Skip("helper process for TestConcurrentImportsProcesses")
 	}
-	st := &Store{Path: target, LockTimeout: 2 * time.Minute}
+	st := &Store{Path: target, LockTimeout: 5 * time.Minute}
 	if _, err := Import(context.Background(), st, ImportOptions{Source: os.Getenv("HYBRIDCTL_TEST_IMPORT_SOURCE"), Name: os.Getenv("HYBRIDCTL_TEST_IMPORT_NAME")}); err != nil {
 		t.Fatal(err)
 	}
