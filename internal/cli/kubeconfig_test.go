@@ -14,20 +14,20 @@ import (
 	kt "github.com/hybridctl/hybridctl/internal/kubeconfig/kubeconfigtest"
 )
 
-type run struct {
+type kcRun struct {
 	code        int
 	out, errOut string
 }
 
-func runCLI(t *testing.T, stdin string, args ...string) run {
+func kcRunCLI(t *testing.T, stdin string, args ...string) kcRun {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	code := Main(context.Background(), args, strings.NewReader(stdin), &out, &errOut)
-	return run{code, out.String(), errOut.String()}
+	return kcRun{code, out.String(), errOut.String()}
 }
 
 // noSecrets fails when any output holds key material in raw, base64 or PEM-line form.
-func noSecrets(t *testing.T, r run, keys ...[]byte) {
+func noSecrets(t *testing.T, r kcRun, keys ...[]byte) {
 	t.Helper()
 	all := r.out + r.errOut
 	for _, k := range keys {
@@ -83,7 +83,7 @@ func TestKubeconfigCLI(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := runCLI(t, tc.stdin, tc.args...)
+			r := kcRunCLI(t, tc.stdin, tc.args...)
 			if r.code != tc.code {
 				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tc.code, r.out, r.errOut)
 			}
@@ -94,7 +94,7 @@ func TestKubeconfigCLI(t *testing.T) {
 		})
 	}
 
-	r := runCLI(t, "", "kubeconfig", "list", "-o", "json")
+	r := kcRunCLI(t, "", "kubeconfig", "list", "-o", "json")
 	var lr struct {
 		CurrentContext string `json:"currentContext"`
 		Contexts       []struct {
@@ -129,7 +129,7 @@ func TestKubeconfigListWarnsAboutTheTrap(t *testing.T) {
 	fa := kt.WriteFile(t, filepath.Join(dir, "a.conf"), a.AdminConf(), 0o600)
 	fb := kt.WriteFile(t, filepath.Join(dir, "b.conf"), b.AdminConf(), 0o600)
 	t.Setenv("KUBECONFIG", fa+string(filepath.ListSeparator)+fb)
-	r := runCLI(t, "", "kubeconfig", "list")
+	r := kcRunCLI(t, "", "kubeconfig", "list")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.errOut)
 	}

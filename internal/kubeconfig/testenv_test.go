@@ -33,13 +33,24 @@ func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}) }
 func TestVerifyAgainstRealAPIServer(t *testing.T) {
 	env := testenv.Get(t)
 	ctx := context.Background()
-	admin := mustRead(t, env.KubeconfigPath())
+	// The environment's admin credentials, written the way kubeadm writes
+	// admin.conf: cluster kubernetes, user kubernetes-admin, context
+	// kubernetes-admin@kubernetes, the same names as the cluster the
+	// workstation already has.
+	envCfg, err := clientcmd.LoadFromFile(env.KubeconfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	envCtx := envCfg.Contexts[envCfg.CurrentContext]
+	envCluster, envUser := envCfg.Clusters[envCtx.Cluster], envCfg.AuthInfos[envCtx.AuthInfo]
+	admin := kt.AdminConf(envCluster.Server, envCluster.CertificateAuthorityData, envUser.ClientCertificateData, envUser.ClientKeyData)
+	adminPath := kt.WriteFile(t, filepath.Join(t.TempDir(), "admin.conf"), admin, 0o600)
 
 	st := newStore(t)
 	prod := kt.StartFakeCluster(t, "prod") // the cluster ~/.kube/config already has
 	kt.WriteFile(t, st.Path, prod.AdminConf(), 0o600)
 
-	res, err := Import(ctx, st, ImportOptions{Source: env.KubeconfigPath(), Name: "real", Verify: true, VerifyTimeout: 20 * time.Second})
+	res, err := Import(ctx, st, ImportOptions{Source: adminPath, Name: "real", Verify: true, VerifyTimeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,17 +78,7 @@ func TestVerifyAgainstRealAPIServer(t *testing.T) {
 	}
 
 	before := mustRead(t, st.Path)
-	cfg, err := clientcmd.Load(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var clusterName, userName string
-	for n := range cfg.Clusters {
-		clusterName = n
-	}
-	for n := range cfg.AuthInfos {
-		userName = n
-	}
+	clusterName, userName := "kubernetes", "kubernetes-admin"
 	foreign := kt.NewCA(t, "kubernetes")
 	badCert, badKey := foreign.Issue(t, testenv.AdminUser, []string{testenv.AdminGroup})
 
@@ -104,6 +105,7 @@ func TestVerifyAgainstRealAPIServer(t *testing.T) {
 			if KindOf(err) != KindVerify || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("want a verify error with %q, got %v", tc.want, err)
 			}
+			t.Logf("verify failed as expected: %v", err)
 			assertNoSecrets(t, err.Error(), badKey, []byte(base64.StdEncoding.EncodeToString(badKey)))
 			if !bytes.Equal(mustRead(t, st.Path), before) {
 				t.Fatal("a failed --verify changed the target")

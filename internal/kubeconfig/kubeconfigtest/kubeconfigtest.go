@@ -14,6 +14,8 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -167,6 +169,9 @@ func StartFakeCluster(t testing.TB, name string) *FakeCluster {
 		})
 	})
 	f.Server = httptest.NewUnstartedServer(mux)
+	// Handshakes that fail on purpose (a wrong CA) are the point of some
+	// tests; keep them out of the test output.
+	f.Server.Config.ErrorLog = log.New(io.Discard, "", 0)
 	f.Server.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven}
 	f.Server.StartTLS()
 	t.Cleanup(f.Server.Close)
