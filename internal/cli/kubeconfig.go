@@ -133,6 +133,9 @@ content, --verify failed, FILE not a valid kubeconfig); 2 usage; 3 I/O error.`,
   # a file with several contexts: pick one
   hybridctl kubeconfig import multi.conf --source-context prod-admin@prod --name prod
 
+  # admin.conf names an address the workstation does not use
+  hybridctl kubeconfig import admin.conf --name lab --server https://k8s-lab-api.example.com:6443 --verify
+
   # the cluster was rebuilt (new CA): replace the old entries
   hybridctl kubeconfig import admin.conf --name lab --overwrite --verify`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -170,6 +173,21 @@ content, --verify failed, FILE not a valid kubeconfig); 2 usage; 3 I/O error.`,
 			for _, w := range res.Warnings {
 				fmt.Fprintln(s.Err, "Warning:", w)
 			}
+			// With several files in $KUBECONFIG, say which entries of later
+			// files the imported names now hide (the first file wins).
+			if env := filepath.SplitList(os.Getenv("KUBECONFIG")); f.kubeconfig == "" && len(env) > 1 {
+				if sh, err := kubeconfig.FindShadows(cmd.Context(), env); err == nil {
+					for _, x := range sh {
+						if x.Winner == res.Target || sameFile(x.Winner, res.Target) {
+							for _, e := range res.Entries {
+								if e.Kind == x.Kind && e.Name == x.Name {
+									fmt.Fprintf(s.Err, "Warning: %s %q in %s is hidden by the imported one: %s comes first in $KUBECONFIG\n", x.Kind, x.Name, x.Shadowed, x.Winner)
+								}
+							}
+						}
+					}
+				}
+			}
 			if f.output == "json" {
 				return writeJSON(s.Out, res)
 			}
@@ -180,6 +198,7 @@ content, --verify failed, FILE not a valid kubeconfig); 2 usage; 3 I/O error.`,
 	f.add(cmd)
 	cmd.Flags().StringVar(&o.Name, "name", "", "name of the new context; the cluster becomes NAME and the user NAME-admin (required)")
 	cmd.Flags().StringVar(&o.SourceContext, "source-context", "", "context of FILE to import (default: FILE's current context)")
+	cmd.Flags().StringVar(&o.Server, "server", "", "use this API server URL instead of FILE's (e.g. https://k8s-lab-api.example.com:6443)")
 	cmd.Flags().BoolVar(&o.Overwrite, "overwrite", false, "replace entries named NAME / NAME-admin whose content differs")
 	cmd.Flags().BoolVar(&o.SetCurrent, "set-current", false, "make NAME the current context")
 	cmd.Flags().BoolVar(&o.Verify, "verify", false, "connect with the new credentials and check the server certificate against the imported CA before writing")
@@ -351,6 +370,15 @@ Exit codes: 0 removed; 2 no such context; 3 I/O error.`,
 	}
 	f.add(cmd)
 	return cmd
+}
+
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
 
 func writeJSON(w io.Writer, v any) error {

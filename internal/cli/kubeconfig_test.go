@@ -139,3 +139,23 @@ func TestKubeconfigListWarnsAboutTheTrap(t *testing.T) {
 	}
 	noSecrets(t, r, a.Admin.Key, b.Admin.Key)
 }
+
+// TestKubeconfigImportWarnsWhatItHides: importing into the first file of
+// $KUBECONFIG hides a later file's entries of the same names; say so.
+func TestKubeconfigImportWarnsWhatItHides(t *testing.T) {
+	dir := t.TempDir()
+	a, b := kt.StartFakeCluster(t, "a"), kt.StartFakeCluster(t, "b")
+	first := filepath.Join(dir, "config")
+	later := kt.WriteFile(t, filepath.Join(dir, "later"), a.AdminConf(), 0o600)
+	t.Setenv("KUBECONFIG", first+string(filepath.ListSeparator)+later)
+	src := kt.WriteFile(t, filepath.Join(dir, "b.conf"), b.AdminConf(), 0o600)
+	r := kcRunCLI(t, "", "kubeconfig", "import", src, "--name", "kubernetes")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.errOut)
+	}
+	want := fmt.Sprintf(`cluster "kubernetes" in %s is hidden by the imported one`, later)
+	if !strings.Contains(r.errOut, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, r.errOut)
+	}
+	noSecrets(t, r, a.Admin.Key, b.Admin.Key)
+}

@@ -27,9 +27,9 @@ func commands(s Streams) []*cobra.Command {
 		newInitCmd(s),
 		newPlanCmd(s),
 		newRenderCmd(s),
+		newKubeconfigCmd(s),
 		newVersionCmd(s),
 		newCompletionCmd(s),
-		newKubeconfigCmd(s),
 	}
 }
 

@@ -23,6 +23,10 @@ type ImportOptions struct {
 	SourceContext string
 	// Name is the new name: cluster NAME, user NAME-admin, context NAME.
 	Name string
+	// Server, when set, replaces the source's server URL (for example the
+	// control-plane endpoint's DNS name instead of an address only the
+	// nodes reach). --verify then checks the certificate against this name.
+	Server string
 	// Overwrite replaces entries of the same names whose content differs.
 	Overwrite bool
 	// SetCurrent makes NAME the current context.
@@ -91,6 +95,12 @@ func Import(ctx context.Context, st *Store, opts ImportOptions) (*ImportResult, 
 	src, err := readSource(ctx, opts)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Server != "" {
+		src.Cluster.Server = opts.Server
+		if err := checkCluster(src.Cluster, "--server"); err != nil {
+			return nil, newErr(KindUsage, err.Error(), nil)
+		}
 	}
 	res := &ImportResult{Target: st.Path, Source: src.Name, SourceContext: src.Context, Context: opts.Name}
 	if src.Cluster.InsecureSkipTLSVerify {

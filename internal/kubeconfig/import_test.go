@@ -535,3 +535,26 @@ func assertNoSecrets(t testing.TB, s string, secrets ...[]byte) {
 		}
 	}
 }
+
+// TestServerOverride: the guide sets the cluster's server to the
+// control-plane endpoint's name; --server does that, and --verify checks the
+// certificate against the new address.
+func TestServerOverride(t *testing.T) {
+	c := kt.StartFakeCluster(t, "o")
+	src := kt.WriteFile(t, filepath.Join(t.TempDir(), "a.conf"), kt.AdminConf("https://192.0.2.1:6443", c.CA.CertPEM, c.Admin.Cert, c.Admin.Key), 0o600)
+	st := newStore(t)
+	res, err := importFile(t, st, src, "o", func(o *ImportOptions) { o.Server = c.URL(); o.Verify = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verified == nil || res.Verified.ServerVersion != c.Version() {
+		t.Fatalf("verified %+v", res.Verified)
+	}
+	if got := contextConfig(t, []string{st.Path}, "o").Host; got != c.URL() {
+		t.Errorf("server %s, want %s", got, c.URL())
+	}
+	_, err = importFile(t, st, src, "p", func(o *ImportOptions) { o.Server = "http://192.0.2.1:8080" })
+	if KindOf(err) != KindUsage || !strings.Contains(err.Error(), "--server") {
+		t.Errorf("http --server: %v", err)
+	}
+}
