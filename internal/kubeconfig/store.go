@@ -245,7 +245,7 @@ func (s *Store) backup(ctx context.Context, raw []byte) (string, error) {
 	return p, nil
 }
 
-// Backups lists the backups of the file, oldest first.
+// ListBackups lists the backups of the file, oldest first.
 func (s *Store) ListBackups() ([]string, error) {
 	dir, base := filepath.Split(s.Path)
 	entries, err := os.ReadDir(filepath.Clean(dir))
