@@ -173,6 +173,9 @@ content, --verify failed, FILE not a valid kubeconfig); 2 usage; 3 I/O error.`,
 			for _, w := range res.Warnings {
 				fmt.Fprintln(s.Err, "Warning:", w)
 			}
+			if res.LooseMode != "" {
+				fmt.Fprintf(s.Err, "Warning: %s is mode %s, open to other users, and it holds private keys: chmod 600 %s\n", res.Target, res.LooseMode, res.Target)
+			}
 			// With several files in $KUBECONFIG, say which entries of later
 			// files the imported names now hide (the first file wins).
 			if env := filepath.SplitList(os.Getenv("KUBECONFIG")); f.kubeconfig == "" && len(env) > 1 {

@@ -354,6 +354,17 @@ func TestModesAndBackups(t *testing.T) {
 		}
 	}
 	assertMode(t, st.Path, 0o600)
+	// A no-op import writes nothing, so it cannot fix a loose mode: it says so.
+	if err := os.Chmod(st.Path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	res, err := importFile(t, st, filepath.Join(dir, names[5]), names[5], nil)
+	if err != nil || res.Written || res.LooseMode != "0640" {
+		t.Fatalf("no-op import on a 0640 file: %+v %v", res, err)
+	}
+	if err := os.Chmod(st.Path, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	backups, err := st.ListBackups()
 	if err != nil {
 		t.Fatal(err)

@@ -64,6 +64,10 @@ type UpdateResult struct {
 	// TightenedFrom is the previous file mode when it was looser than 0600
 	// (the new file is always 0600).
 	TightenedFrom string `json:"tightenedFrom,omitempty"`
+	// LooseMode is the file's mode when nothing was written and the file is
+	// readable or writable by others (hybridctl then leaves it alone and
+	// says so).
+	LooseMode string `json:"looseMode,omitempty"`
 }
 
 func (s *Store) now() time.Time {
@@ -123,8 +127,14 @@ func (s *Store) Update(ctx context.Context, mutate func(cfg *api.Config) (change
 		return res, err
 	}
 	changed, err := mutate(cfg)
-	if err != nil || !changed {
+	if err != nil {
 		return res, err
+	}
+	if !changed {
+		if raw != nil && mode&0o077 != 0 {
+			res.LooseMode = fmt.Sprintf("%04o", mode)
+		}
+		return res, nil
 	}
 	data, err := clientcmd.Write(*cfg)
 	if err != nil {
