@@ -240,3 +240,23 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+// The runbook uses every file render writes (and the files every step of
+// the guide needs exist).
+func TestRunbookUsesEveryFile(t *testing.T) {
+	for name, o := range map[string]Options{
+		"urls":  {},
+		"local": {Manifests: &Manifests{CRDs: []byte("crds"), Operator: []byte("operator")}},
+	} {
+		files := mustRender(t, labPlan(t), o)
+		rb := string(files["runbook.md"].Data)
+		for p := range files {
+			if p == "runbook.md" {
+				continue
+			}
+			if !strings.Contains(rb, p) {
+				t.Errorf("%s: runbook.md does not use %s", name, p)
+			}
+		}
+	}
+}
