@@ -11,9 +11,11 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"path"
 	"regexp"
 	"sort"
+	"strings"
 	"text/template"
 
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
@@ -61,6 +63,37 @@ func (o Options) Validate() error {
 	}
 	if o.CACertHash != "" && !caCertHashRE.MatchString(o.CACertHash) {
 		return fmt.Errorf("--ca-cert-hash: want sha256: and 64 lower-case hex digits, as kubeadm init prints")
+	}
+	for _, u := range []struct{ flag, url, sha string }{
+		{"--install-containerd-url", o.InstallContainerdURL, o.InstallContainerdSHA256},
+		{"--prepare-node-url", o.PrepareNodeURL, o.PrepareNodeSHA256},
+	} {
+		if u.url != "" {
+			if err := checkScriptURL(u.url); err != nil {
+				return fmt.Errorf("%s: %w", u.flag, err)
+			}
+		}
+		if u.sha != "" && !sha256RE.MatchString(u.sha) {
+			return fmt.Errorf("%s-sha256: want 64 hex digits (Get-FileHash prints them)", strings.TrimSuffix(u.flag, "-url"))
+		}
+	}
+	return nil
+}
+
+var sha256RE = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+
+// checkScriptURL accepts an http(s) URL without characters that Windows
+// PowerShell 5.1 would pass to curl.exe as more than one argument.
+func checkScriptURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("%q: want an https:// URL", s)
+	}
+	if i := strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune("\"'`"+psSingleQuotes, r) }); i >= 0 {
+		return fmt.Errorf("%q: character %q not allowed in a script URL", s, s[i:i+1])
 	}
 	return nil
 }

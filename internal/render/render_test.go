@@ -230,6 +230,12 @@ func TestOptionsValidate(t *testing.T) {
 		{"token with quote", Options{Token: "6w1r8t.p3k9m2x7c5v0b4'1"}, false},
 		{"hash without prefix", Options{CACertHash: strings.TrimPrefix(guideHash, "sha256:")}, false},
 		{"hash short", Options{CACertHash: "sha256:7b2e"}, false},
+		{"mirror", Options{PrepareNodeURL: "https://mirror.example.com/PrepareNode.ps1", PrepareNodeSHA256: DefaultPrepareNodeSHA256}, true},
+		{"mirror with quote", Options{PrepareNodeURL: "https://mirror.example.com/a'b.ps1"}, false},
+		{"mirror with double quote", Options{InstallContainerdURL: "https://mirror.example.com/a\" -o C:/x"}, false},
+		{"mirror with space", Options{InstallContainerdURL: "https://mirror.example.com/a b"}, false},
+		{"mirror not http", Options{InstallContainerdURL: "file:///C:/x.ps1"}, false},
+		{"mirror bad sha", Options{InstallContainerdURL: "https://m.example.com/x.ps1", InstallContainerdSHA256: "xyz"}, false},
 	} {
 		err := tc.o.Validate()
 		if (err == nil) != tc.ok {
