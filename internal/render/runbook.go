@@ -24,7 +24,8 @@ type runbookData struct {
 }
 
 type aspnetappRef struct {
-	Name, File, RuntimeClass string
+	Name, File, RuntimeClass, Image string
+	Nodes                            []string
 }
 
 func (r *renderer) runbookData() runbookData {
@@ -51,7 +52,8 @@ func (r *renderer) runbookData() runbookData {
 	}
 	for i, rc := range r.plan.RuntimeClasses {
 		name, file := aspnetappNames(i, rc)
-		d.Aspnetapp = append(d.Aspnetapp, aspnetappRef{Name: name, File: file, RuntimeClass: rc.Name})
+		d.Aspnetapp = append(d.Aspnetapp, aspnetappRef{Name: name, File: file, RuntimeClass: rc.Name,
+			Image: fmt.Sprintf(AspnetappImageFmt, rc.ImageTag), Nodes: rc.Nodes})
 	}
 	return d
 }
