@@ -25,7 +25,7 @@ type runbookData struct {
 
 type aspnetappRef struct {
 	Name, File, RuntimeClass, Image string
-	Nodes                            []string
+	Nodes                           []string
 }
 
 func (r *renderer) runbookData() runbookData {
