@@ -7,32 +7,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hybridctl/hybridctl/internal/testenv"
 )
 
-// kubeadmBinary finds kubeadm v1.37.2 built by hack/testenv (the same
-// places internal/testenv looks: $HYBRIDCTL_TESTENV_BIN, else
-// $HYBRIDCTL_TESTENV_CACHE or the user cache dir + hybridctl/testenv, then
-// v1.37.2/kubeadm). It skips under -short and fails when it is not built.
+// kubeadmBinary returns kubeadm v1.37.2 built by hack/testenv. It skips
+// under -short and fails when it is not built.
 func kubeadmBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("skipped under -short: needs the real kubeadm (hack/testenv)")
 	}
-	dir := os.Getenv("HYBRIDCTL_TESTENV_BIN")
-	if dir == "" {
-		root := os.Getenv("HYBRIDCTL_TESTENV_CACHE")
-		if root == "" {
-			c, err := os.UserCacheDir()
-			if err != nil {
-				t.Fatal(err)
-			}
-			root = filepath.Join(c, "hybridctl", "testenv")
-		}
-		dir = filepath.Join(root, "v1.37.2")
-	}
-	p := filepath.Join(dir, "kubeadm")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("kubeadm v1.37.2 not found at %s: run hack/testenv/testenv build from the repository root (%v)", p, err)
+	p, err := testenv.Binary("kubeadm")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return p
 }
