@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/testenv"
 )
 
@@ -50,9 +51,13 @@ func kubeadmValidate(t *testing.T, kubeadm, name string, data []byte) {
 	}
 }
 
+// testCertificateKey is a well-formed control-plane certificate key.
+const testCertificateKey = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
+
 // fillSecrets does what apply does on the node: replace the placeholders.
 func fillSecrets(b []byte) []byte {
 	b = bytes.ReplaceAll(b, []byte(TokenPlaceholder), []byte(guideToken))
+	b = bytes.ReplaceAll(b, []byte(CertificateKeyPlaceholder), []byte(testCertificateKey))
 	return bytes.ReplaceAll(b, []byte(CACertHashPlaceholder), []byte(guideHash))
 }
 
@@ -62,12 +67,14 @@ func fillSecrets(b []byte) []byte {
 func TestKubeadmValidate(t *testing.T) {
 	kubeadm := kubeadmBinary(t)
 	specs := map[string][]File{}
-	for name, o := range map[string]Options{"placeholders": {}, "secrets": {Token: guideToken, CACertHash: guideHash}} {
-		files, err := Render(labPlan(t), o)
-		if err != nil {
-			t.Fatal(err)
+	for name, o := range map[string]Options{"placeholders": {}, "secrets": {Token: guideToken, CACertHash: guideHash, CertificateKey: testCertificateKey}} {
+		for cluster, p := range map[string]*plan.Plan{"lab": labPlan(t), "ha": haPlan(t)} {
+			files, err := Render(p, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			specs[cluster+"/"+name] = files
 		}
-		specs["lab/"+name] = files
 	}
 	n := 0
 	for set, files := range specs {
@@ -80,6 +87,8 @@ func TestKubeadmValidate(t *testing.T) {
 						t.Errorf("%s: no placeholder", f.Path)
 					}
 					f.Data = fillSecrets(f.Data)
+				} else if bytes.Contains(f.Data, []byte("__HYBRIDCTL_")) {
+					t.Errorf("%s: a placeholder left although every secret was passed", f.Path)
 				}
 			default:
 				continue
@@ -88,8 +97,8 @@ func TestKubeadmValidate(t *testing.T) {
 			n++
 		}
 	}
-	if n != 8 {
-		t.Errorf("validated %d files, want 8 (init + 3 joins, twice)", n)
+	if n != 8+12 {
+		t.Errorf("validated %d files, want 20 (lab: init + 3 joins; ha: init + 2 control-plane and 3 worker joins; twice)", n)
 	}
 }
 

@@ -230,6 +230,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"token with quote", Options{Token: "6w1r8t.p3k9m2x7c5v0b4'1"}, false},
 		{"hash without prefix", Options{CACertHash: strings.TrimPrefix(guideHash, "sha256:")}, false},
 		{"hash short", Options{CACertHash: "sha256:7b2e"}, false},
+		{"certificate key", Options{CertificateKey: testCertificateKey}, true},
+		{"certificate key short", Options{CertificateKey: "0f1e"}, false},
 		{"mirror", Options{PrepareNodeURL: "https://mirror.example.com/PrepareNode.ps1", PrepareNodeSHA256: DefaultPrepareNodeSHA256}, true},
 		{"mirror with quote", Options{PrepareNodeURL: "https://mirror.example.com/a'b.ps1"}, false},
 		{"mirror with double quote", Options{InstallContainerdURL: "https://mirror.example.com/a\" -o C:/x"}, false},
