@@ -28,6 +28,7 @@ func commands(s Streams) []*cobra.Command {
 		newPlanCmd(s),
 		newRenderCmd(s),
 		newCSRCmd(s),
+		newKubeconfigCmd(s),
 		newVersionCmd(s),
 		newCompletionCmd(s),
 	}
