@@ -153,9 +153,17 @@ type Outcome struct {
 
 // ApplyWithRetry applies rv; when the CSR changed underneath (conflict), it
 // re-reads it, skips it if someone else decided it, and otherwise reviews it
-// again and retries, a few times.
+// again and retries, a few times. It never writes a decision other than the
+// one it was given (a person may have confirmed that one): if the new review
+// disagrees, it writes nothing and says so.
 func ApplyWithRetry(ctx context.Context, client kubernetes.Interface, csr *certv1.CertificateSigningRequest, rv *Review, getNode NodeGetter, opts Options) (*Review, error) {
+	confirmed := rv.Decision
 	for attempt := 0; ; attempt++ {
+		if rv.Decision != confirmed {
+			was := rv.Decision
+			rv.Decision = LeavePending
+			return rv, fmt.Errorf("CertificateSigningRequest %s changed while it was reviewed; it would now be %s; review it again", csr.Name, was)
+		}
 		_, err := Apply(ctx, client, csr, rv)
 		if err == nil || !apierrors.IsConflict(err) || attempt == 3 {
 			return rv, err

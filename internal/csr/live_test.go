@@ -570,3 +570,53 @@ func TestControllerWithoutPermissionFailsFast(t *testing.T) {
 		t.Fatalf("Run as an identity without permissions: %v, want Forbidden", err)
 	}
 }
+
+// TestApplyWithRetryOnConflict: a decision written with a stale object is
+// re-read and re-reviewed; a CSR decided by someone else meanwhile is left
+// alone.
+func TestApplyWithRetryOnConflict(t *testing.T) {
+	env := testenv.Get(t)
+	ctx := t.Context()
+	admin := setupLab(t, env)
+	csrs := admin.CertificatesV1().CertificateSigningRequests()
+	node := asNode(t, env, "k8s-lab-node-1").CertificatesV1().CertificateSigningRequests()
+	getNode := APINodeGetter(admin)
+
+	stale, err := node.Create(ctx, corpusCase{req: nodeReq("k8s-lab-node-1", "192.168.10.24")}.object(t, "conflict-relabelled"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := stale.DeepCopy()
+	fresh.Labels = map[string]string{"touched": "yes"}
+	if _, err := csrs.Update(ctx, fresh, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rv := ReviewCSR(ctx, stale, getNode, Options{})
+	if _, err := Apply(ctx, admin, stale, rv); !apierrors.IsConflict(err) {
+		t.Fatalf("writing with the stale object: %v, want a conflict (else this test proves nothing)", err)
+	}
+	if _, err := ApplyWithRetry(ctx, admin, stale, rv, getNode, Options{}); err != nil {
+		t.Fatalf("after a label change: %v", err)
+	}
+	if got, msg := decisionOf(t, ctx, admin, stale.Name); got != Approve {
+		t.Fatalf("API shows %s (%s), want approved", got, msg)
+	}
+
+	stale, err = node.Create(ctx, corpusCase{req: nodeReq("k8s-lab-node-1", "192.168.10.24")}.object(t, "conflict-decided"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := stale.DeepCopy()
+	other.Status.Conditions = append(other.Status.Conditions, certv1.CertificateSigningRequestCondition{
+		Type: certv1.CertificateDenied, Status: corev1.ConditionTrue, Reason: "SomeoneElse", Message: "test"})
+	if _, err := csrs.UpdateApproval(ctx, other.Name, other, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rv = ReviewCSR(ctx, stale, getNode, Options{})
+	if _, err := ApplyWithRetry(ctx, admin, stale, rv, getNode, Options{}); err == nil || !strings.Contains(err.Error(), "decided by someone else") {
+		t.Fatalf("CSR denied by someone else meanwhile: %v", err)
+	}
+	if got, msg := decisionOf(t, ctx, admin, stale.Name); got != Deny || !strings.HasPrefix(msg, "SomeoneElse") {
+		t.Fatalf("API shows %s (%s), want the other approver's denial kept", got, msg)
+	}
+}
