@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	certv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -156,5 +157,25 @@ func TestInventoryFromSpec(t *testing.T) {
 	bad.Spec.Nodes[1].Address = "192.168.10.x"
 	if _, err := InventoryFromSpec(&bad); err == nil || !strings.Contains(err.Error(), "spec.nodes[1]") {
 		t.Errorf("bad address: %v, want an error naming spec.nodes[1]", err)
+	}
+}
+
+func TestConditionFor(t *testing.T) {
+	now := time.Date(2026, 11, 6, 20, 16, 50, 0, time.UTC)
+	ok := ConditionFor(&Review{Node: n1, Decision: Approve}, now)
+	if ok.Type != certv1.CertificateApproved || ok.Reason != ReasonApproved || ok.Status != corev1.ConditionTrue || !ok.LastUpdateTime.Time.Equal(now) || !strings.Contains(ok.Message, n1) {
+		t.Errorf("approval condition %+v", ok)
+	}
+	long := strings.Repeat("x", 3000)
+	deny := ConditionFor(&Review{Node: n1, Decision: Deny, Results: []Result{
+		{Check: "ip-addresses", Verdict: Fail, Message: "foreign"},
+		{Check: "dns-names", Verdict: Fail, Message: long},
+		{Check: "node-exists", Verdict: Pass},
+	}}, now)
+	if deny.Type != certv1.CertificateDenied || deny.Reason != ReasonDenied {
+		t.Errorf("denial condition %+v", deny)
+	}
+	if !strings.HasPrefix(deny.Message, "hybridctl: ip-addresses: foreign; dns-names: xxx") || len(deny.Message) > maxMessage || !strings.HasSuffix(deny.Message, "...") {
+		t.Errorf("denial message %d bytes: %.80q", len(deny.Message), deny.Message)
 	}
 }
