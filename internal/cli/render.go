@@ -55,6 +55,7 @@ See docs/render.md for every file and the guide step it replaces.`,
 	fl.BoolVar(&f.force, "force", false, "replace DIR when it holds a previous render")
 	fl.StringVar(&f.opts.Token, "token", "", "bootstrap token for the join files (kubeadm token create)")
 	fl.StringVar(&f.opts.CACertHash, "ca-cert-hash", "", "discovery CA hash for the join files (sha256:...)")
+	fl.StringVar(&f.opts.CertificateKey, "certificate-key", "", "control-plane certificate key for further control-plane nodes' join files (kubeadm init --upload-certs)")
 	fl.StringVar(&f.manifestsDir, "manifests-dir", "", "directory with Calico's CRD and operator manifests to copy (air-gapped sites)")
 	fl.StringVar(&f.opts.InstallContainerdURL, "install-containerd-url", "", "URL of Install-Containerd.ps1 (default: sig-windows-tools at "+render.SigWindowsToolsCommit[:12]+")")
 	fl.StringVar(&f.opts.InstallContainerdSHA256, "install-containerd-sha256", "", "SHA256 of the script at --install-containerd-url (empty: not checked)")

@@ -29,6 +29,8 @@ func commands(s Streams) []*cobra.Command {
 		newRenderCmd(s),
 		newApplyCmd(s),
 		newResetCmd(s),
+		newCSRCmd(s),
+		newKubeconfigCmd(s),
 		newVersionCmd(s),
 		newCompletionCmd(s),
 	}
