@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hybridctl/hybridctl/internal/kubeconfig"
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/provision"
 	"github.com/hybridctl/hybridctl/internal/provision/apply"
@@ -164,6 +165,7 @@ type applyFlags struct {
 	provisionFlags
 	ignorePreflight []string
 	rebootTimeout   time.Duration
+	kubeconfig      string
 }
 
 func newApplyCmd(s Streams) *cobra.Command {
@@ -185,8 +187,8 @@ Host keys are checked against known_hosts: an unknown key is refused unless
 need passwordless sudo; Windows users must be administrators (OpenSSH).
 
 STATUS: preflight, the node preparation (the rendered prepare.sh and
-prepare.ps1, with the Windows reboots), kubeadm init and the joins are
-implemented; the phases that need the Kubernetes API (kubeconfig, Calico,
+prepare.ps1, with the Windows reboots), kubeadm init, the kubeconfig import
+and the joins are implemented; the phases that talk to the API (Calico,
 CSR approval, CoreDNS, add-ons, Windows kube-proxy, RuntimeClasses, check
 workloads, doctor) are listed with their order and gates and fail with
 "not implemented yet" when run: do them by hand from the runbook and pass
@@ -208,6 +210,7 @@ at once (130).`,
 	f.add(cmd)
 	cmd.Flags().StringSliceVar(&f.ignorePreflight, "ignore-preflight-errors", nil, "preflight checks whose errors become warnings (names, or all)")
 	cmd.Flags().DurationVar(&f.rebootTimeout, "reboot-timeout", 15*time.Minute, "how long a node may take to come back from one reboot")
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig to import the cluster's admin credentials into (default $KUBECONFIG or ~/.kube/config)")
 	return cmd
 }
 
@@ -224,8 +227,13 @@ func runApply(cmd *cobra.Command, s Streams, f *applyFlags) error {
 	if err != nil {
 		return Problem(err)
 	}
+	kc, err := kubeconfig.TargetPath(f.kubeconfig, os.Getenv("KUBECONFIG"))
+	if err != nil {
+		return Usage(err)
+	}
 	phases := apply.Phases(apply.Deps{Hosts: sess.hosts, Connect: sess.pool.Get,
-		Expect: apply.Expectations(sess.plan), IgnorePreflight: f.ignorePreflight,
+		Kubeconfig: &apply.KubeconfigTarget{Store: &kubeconfig.Store{Path: kc}, Name: sess.plan.Cluster},
+		Expect:     apply.Expectations(sess.plan), IgnorePreflight: f.ignorePreflight,
 		Files: apply.ArtifactsOf(files), RebootTimeout: f.rebootTimeout, Redactor: sess.redactor})
 	e, err := provision.New(phases, sess.hosts, provision.Options{
 		Cluster: sess.plan.Cluster, StatePath: sess.state, DryRun: f.dryRun, Offline: f.offline,

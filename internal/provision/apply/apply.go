@@ -35,6 +35,9 @@ type Deps struct {
 	RebootTimeout time.Duration
 	// Redactor learns the join tokens as they are created.
 	Redactor *provision.Redactor
+	// Kubeconfig is where the kubeconfig phase imports admin.conf; nil
+	// leaves that phase unimplemented.
+	Kubeconfig *KubeconfigTarget
 }
 
 // cleanupTimeout bounds removing a secret file after its use.
@@ -92,8 +95,7 @@ func Phases(d Deps) []provision.Phase {
 		&linuxPreparePhase{files: d.Files, connect: d.hostConn},
 		&windowsPreparePhase{files: d.Files, connect: d.hostConn, rebootTimeout: rebootTimeout},
 		&kubeadmInitPhase{files: d.Files, connect: d.hostConn},
-		p("kubeconfig", api, cluster, []string{"kubeadm-init"},
-			"fetch admin.conf (0600, never printed) and import it into the user's kubeconfig under the cluster's names (hybridctl kubeconfig import)"),
+		&kubeconfigPhase{target: d.Kubeconfig, hosts: d.Hosts, connect: d.hostConn, redactor: d.Redactor},
 		p("calico", api, cluster, nil,
 			"server-side apply of the Calico CRDs and the Tigera operator (URLs or --manifests-dir); kubernetes-services-endpoint ConfigMap; Installation (VXLAN, BGP Disabled, windowsDataplane HNS) and APIServer; strictAffinity"),
 		p("calico-ready", api, cluster, nil, "wait until every TigeraStatus is Available"),
