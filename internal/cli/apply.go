@@ -187,12 +187,12 @@ Host keys are checked against known_hosts: an unknown key is refused unless
 need passwordless sudo; Windows users must be administrators (OpenSSH).
 
 STATUS: preflight, the node preparation (the rendered prepare.sh and
-prepare.ps1, with the Windows reboots), kubeadm init, the kubeconfig import
-and the joins are implemented; the phases that talk to the API (Calico,
-CSR approval, CoreDNS, add-ons, Windows kube-proxy, RuntimeClasses, check
-workloads, doctor) are listed with their order and gates and fail with
-"not implemented yet" when run: do them by hand from the runbook and pass
-them to --skip-phases. See docs/apply.md.
+prepare.ps1, with the Windows reboots), kubeadm init, the kubeconfig import,
+the joins, kube-proxy-windows and the RuntimeClasses are implemented;
+Calico, CSR approval, the CoreDNS restart, add-ons, check workloads and
+doctor are listed with their order and gates and fail with "not
+implemented yet" when run: do them by hand from the runbook and pass them
+to --skip-phases. See docs/apply.md.
 
 Ctrl-C stops cleanly (finished steps stay recorded); a second Ctrl-C exits
 at once (130).`,
@@ -231,9 +231,10 @@ func runApply(cmd *cobra.Command, s Streams, f *applyFlags) error {
 	if err != nil {
 		return Usage(err)
 	}
+	target := &apply.KubeconfigTarget{Store: &kubeconfig.Store{Path: kc}, Name: sess.plan.Cluster}
 	phases := apply.Phases(apply.Deps{Hosts: sess.hosts, Connect: sess.pool.Get,
-		Kubeconfig: &apply.KubeconfigTarget{Store: &kubeconfig.Store{Path: kc}, Name: sess.plan.Cluster},
-		Expect:     apply.Expectations(sess.plan), IgnorePreflight: f.ignorePreflight,
+		Kubeconfig: target, RESTConfig: apply.RESTConfigFrom(target),
+		Expect: apply.Expectations(sess.plan), IgnorePreflight: f.ignorePreflight,
 		Files: apply.ArtifactsOf(files), RebootTimeout: f.rebootTimeout, Redactor: sess.redactor})
 	e, err := provision.New(phases, sess.hosts, provision.Options{
 		Cluster: sess.plan.Cluster, StatePath: sess.state, DryRun: f.dryRun, Offline: f.offline,

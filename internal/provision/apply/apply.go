@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/hybridctl/hybridctl/internal/provision"
 	"github.com/hybridctl/hybridctl/internal/provision/preflight"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
@@ -38,6 +40,9 @@ type Deps struct {
 	// Kubeconfig is where the kubeconfig phase imports admin.conf; nil
 	// leaves that phase unimplemented.
 	Kubeconfig *KubeconfigTarget
+	// RESTConfig gives the API phases their connection (RESTConfigFrom
+	// the Kubeconfig target); nil leaves them unimplemented.
+	RESTConfig func(ctx context.Context) (*rest.Config, error)
 }
 
 // cleanupTimeout bounds removing a secret file after its use.
@@ -106,8 +111,10 @@ func Phases(d Deps) []provision.Phase {
 		p("addons", api, cluster, nil, "metrics-server and cert-manager when the spec asks; wait for their rollouts"),
 		&joinPhase{title: "join-windows", windows: true, after: []string{"calico-ready", "windows-prepare"}, files: d.Files, hosts: d.Hosts, connect: d.hostConn, redactor: d.Redactor},
 		p("approve-windows-csrs", api, cluster, []string{"join-windows"}, "approve the Windows node's kubelet-serving CSR through the verified approver"),
-		p("kube-proxy-windows", api, cluster, nil, "kube-proxy-windows DaemonSet (HostProcess, winkernel) for the cluster's version"),
-		p("runtimeclasses", api, cluster, nil, "RuntimeClass per Windows build (handler runhcs-wcow-process, nodeSelector and os=windows toleration)"),
+		&manifestPhase{title: "kube-proxy-windows", desc: "kube-proxy-windows DaemonSet (HostProcess, winkernel) for the cluster's version",
+			paths: d.Files.under("cluster/windows/kube-proxy-windows"), files: d.Files, restConfig: d.RESTConfig},
+		&manifestPhase{title: "runtimeclasses", desc: "a RuntimeClass per Windows build (handler runhcs-wcow-process, nodeSelector and the os=windows toleration)",
+			paths: d.Files.under("cluster/windows/runtimeclass-"), files: d.Files, restConfig: d.RESTConfig},
 		p("check-workloads", api, cluster, nil, "the guide's check workloads on Linux and Windows; wait until Ready"),
 		p("doctor", api, cluster, nil, "hybridctl doctor against the new cluster; its summary ends the output"),
 	)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sort"
 	"strings"
 	"time"
 
@@ -44,6 +45,18 @@ func ArtifactsOf(files []render.File) Artifacts {
 		a[f.Path] = f
 	}
 	return a
+}
+
+// under returns the paths starting with prefix, sorted.
+func (a Artifacts) under(prefix string) []string {
+	var out []string
+	for p := range a {
+		if strings.HasPrefix(p, prefix) {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (a Artifacts) get(path string) (render.File, error) {
