@@ -188,8 +188,8 @@ need passwordless sudo; Windows users must be administrators (OpenSSH).
 
 STATUS: preflight, the node preparation (the rendered prepare.sh and
 prepare.ps1, with the Windows reboots), kubeadm init, the kubeconfig import,
-the joins, kube-proxy-windows and the RuntimeClasses are implemented;
-Calico, CSR approval, the CoreDNS restart, add-ons, check workloads and
+the joins, kube-proxy-windows, the RuntimeClasses and the check workloads
+are implemented; Calico, CSR approval, the CoreDNS restart, add-ons and
 doctor are listed with their order and gates and fail with "not
 implemented yet" when run: do them by hand from the runbook and pass them
 to --skip-phases. See docs/apply.md.

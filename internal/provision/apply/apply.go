@@ -115,7 +115,8 @@ func Phases(d Deps) []provision.Phase {
 			paths: d.Files.under("cluster/windows/kube-proxy-windows"), files: d.Files, restConfig: d.RESTConfig},
 		&manifestPhase{title: "runtimeclasses", desc: "a RuntimeClass per Windows build (handler runhcs-wcow-process, nodeSelector and the os=windows toleration)",
 			paths: d.Files.under("cluster/windows/runtimeclass-"), files: d.Files, restConfig: d.RESTConfig},
-		p("check-workloads", api, cluster, nil, "the guide's check workloads on Linux and Windows; wait until Ready"),
+		&manifestPhase{title: "check-workloads", desc: "the guide's check workloads: hello on the Linux workers, aspnetapp on Windows through its RuntimeClass (doctor then checks they run)",
+			paths: d.Files.under("workloads/"), files: d.Files, restConfig: d.RESTConfig},
 		p("doctor", api, cluster, nil, "hybridctl doctor against the new cluster; its summary ends the output"),
 	)
 }

@@ -28,7 +28,7 @@ func TestManifestPhasesAgainstAPIServer(t *testing.T) {
 			phases = append(phases, mp)
 		}
 	}
-	if len(phases) != 2 {
+	if len(phases) != 3 {
 		t.Fatalf("manifest phases: %d", len(phases))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -66,6 +66,18 @@ func TestManifestPhasesAgainstAPIServer(t *testing.T) {
 	ds2, _ := cs.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy-windows", metav1.GetOptions{})
 	if rc2.ResourceVersion != rc.ResourceVersion || ds2.ResourceVersion != ds.ResourceVersion {
 		t.Error("a second apply changed the objects")
+	}
+	// The Windows check workload went through RuntimeClass admission,
+	// which filled in the scheduling of windows-2025.
+	aspnet, err := cs.AppsV1().Deployments("win-demo").Get(ctx, "aspnetapp", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("check workload: %v", err)
+	}
+	if rcn := aspnet.Spec.Template.Spec.RuntimeClassName; rcn == nil || *rcn != "windows-2025" {
+		t.Errorf("aspnetapp runtimeClassName %v", rcn)
+	}
+	if _, err := cs.AppsV1().Deployments("demo").Get(ctx, "hello", metav1.GetOptions{}); err != nil {
+		t.Errorf("hello: %v", err)
 	}
 	lines, err := phases[1].DryRun(ctx, provision.ClusterHost())
 	if err != nil || len(lines) != 1 || !strings.Contains(lines[0], "RuntimeClass windows-2025 from cluster/windows/runtimeclass-windows-2025.yaml") {
