@@ -166,6 +166,8 @@ type applyFlags struct {
 	ignorePreflight []string
 	rebootTimeout   time.Duration
 	kubeconfig      string
+	manifestsDir    string
+	calicoTimeout   time.Duration
 }
 
 func newApplyCmd(s Streams) *cobra.Command {
@@ -188,9 +190,9 @@ need passwordless sudo; Windows users must be administrators (OpenSSH).
 
 STATUS: preflight, the node preparation (the rendered prepare.sh and
 prepare.ps1, with the Windows reboots), kubeadm init, the kubeconfig import,
-the joins, kube-proxy-windows, the RuntimeClasses and the check workloads
-are implemented; Calico, CSR approval, the CoreDNS restart, add-ons and
-doctor are listed with their order and gates and fail with "not
+Calico and its readiness, the joins, kube-proxy-windows, the RuntimeClasses
+and the check workloads are implemented; CSR approval, the CoreDNS restart,
+add-ons and doctor are listed with their order and gates and fail with "not
 implemented yet" when run: do them by hand from the runbook and pass them
 to --skip-phases. See docs/apply.md.
 
@@ -210,6 +212,8 @@ at once (130).`,
 	f.add(cmd)
 	cmd.Flags().StringSliceVar(&f.ignorePreflight, "ignore-preflight-errors", nil, "preflight checks whose errors become warnings (names, or all)")
 	cmd.Flags().DurationVar(&f.rebootTimeout, "reboot-timeout", 15*time.Minute, "how long a node may take to come back from one reboot")
+	cmd.Flags().StringVar(&f.manifestsDir, "manifests-dir", "", "directory with Calico's CRD and operator manifests (air-gapped sites; default: download the release's)")
+	cmd.Flags().DurationVar(&f.calicoTimeout, "calico-timeout", 15*time.Minute, "how long to wait for Calico to be ready")
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig to import the cluster's admin credentials into (default $KUBECONFIG or ~/.kube/config)")
 	return cmd
 }
@@ -234,6 +238,7 @@ func runApply(cmd *cobra.Command, s Streams, f *applyFlags) error {
 	target := &apply.KubeconfigTarget{Store: &kubeconfig.Store{Path: kc}, Name: sess.plan.Cluster}
 	phases := apply.Phases(apply.Deps{Hosts: sess.hosts, Connect: sess.pool.Get,
 		Kubeconfig: target, RESTConfig: apply.RESTConfigFrom(target),
+		Calico: apply.CalicoFrom(sess.plan, f.manifestsDir), CalicoTimeout: f.calicoTimeout,
 		Expect: apply.Expectations(sess.plan), IgnorePreflight: f.ignorePreflight,
 		Files: apply.ArtifactsOf(files), RebootTimeout: f.rebootTimeout, Redactor: sess.redactor})
 	e, err := provision.New(phases, sess.hosts, provision.Options{

@@ -43,6 +43,10 @@ type Deps struct {
 	// RESTConfig gives the API phases their connection (RESTConfigFrom
 	// the Kubeconfig target); nil leaves them unimplemented.
 	RESTConfig func(ctx context.Context) (*rest.Config, error)
+	// Calico is where the upstream Calico manifests come from.
+	Calico *CalicoManifests
+	// CalicoTimeout bounds the wait for Calico to be ready (default 15m).
+	CalicoTimeout time.Duration
 }
 
 // cleanupTimeout bounds removing a secret file after its use.
@@ -88,6 +92,10 @@ func Phases(d Deps) []provision.Phase {
 	runner := func(ctx context.Context, host string) (preflight.Runner, error) { return d.Connect(ctx, host) }
 	list := preflight.Phases(runner, d.Hosts, d.Expect, d.IgnorePreflight)
 	const api = "the Kubernetes API client"
+	calicoTimeout := d.CalicoTimeout
+	if calicoTimeout <= 0 {
+		calicoTimeout = 15 * time.Minute
+	}
 	rebootTimeout := d.RebootTimeout
 	if rebootTimeout <= 0 {
 		rebootTimeout = 15 * time.Minute
@@ -101,9 +109,8 @@ func Phases(d Deps) []provision.Phase {
 		&windowsPreparePhase{files: d.Files, connect: d.hostConn, rebootTimeout: rebootTimeout},
 		&kubeadmInitPhase{files: d.Files, connect: d.hostConn},
 		&kubeconfigPhase{target: d.Kubeconfig, hosts: d.Hosts, connect: d.hostConn, redactor: d.Redactor},
-		p("calico", api, cluster, nil,
-			"server-side apply of the Calico CRDs and the Tigera operator (URLs or --manifests-dir); kubernetes-services-endpoint ConfigMap; Installation (VXLAN, BGP Disabled, windowsDataplane HNS) and APIServer; strictAffinity"),
-		p("calico-ready", api, cluster, nil, "wait until every TigeraStatus is Available"),
+		&calicoPhase{files: d.Files, manifests: d.Calico, restConfig: d.RESTConfig},
+		&calicoReadyPhase{hosts: d.Hosts, restConfig: d.RESTConfig, timeout: calicoTimeout, poll: 5 * time.Second},
 		&joinPhase{title: "join-linux", after: []string{"calico-ready"}, files: d.Files, hosts: d.Hosts, connect: d.hostConn, redactor: d.Redactor},
 		p("approve-linux-csrs", api, cluster, []string{"join-linux"},
 			"approve the kubelet-serving CSRs of the control plane and the Linux workers through the verified approver (hybridctl csr approve)"),

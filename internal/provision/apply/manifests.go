@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,8 +44,7 @@ func (p *manifestPhase) Targets([]provision.Host) []provision.Host {
 }
 func (p *manifestPhase) Waits() []string { return p.after }
 
-// objects decodes every document of the phase's files, naming file and
-// document in errors.
+// objects decodes every document of the phase's files.
 func (p *manifestPhase) objects() ([]*unstructured.Unstructured, []string, error) {
 	var objs []*unstructured.Unstructured
 	var where []string
@@ -53,26 +53,39 @@ func (p *manifestPhase) objects() ([]*unstructured.Unstructured, []string, error
 		if err != nil {
 			return nil, nil, err
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(f.Data), 4096)
-		for i := 1; ; i++ {
-			var m map[string]any
-			if err := dec.Decode(&m); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				return nil, nil, fmt.Errorf("%s: document %d: %w", path, i, err)
-			}
-			if len(m) == 0 {
-				continue
-			}
-			u := &unstructured.Unstructured{Object: m}
-			if u.GetKind() == "" || u.GetName() == "" {
-				return nil, nil, fmt.Errorf("%s: document %d has no kind or name", path, i)
-			}
+		docs, err := decodeDocs(path, f.Data)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, u := range docs {
 			objs = append(objs, u)
 			where = append(where, path)
 		}
 	}
 	return objs, where, nil
+}
+
+// decodeDocs decodes the YAML (or JSON) documents of one file, naming the
+// file and document in errors; empty documents are skipped.
+func decodeDocs(name string, data []byte) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for i := 1; ; i++ {
+		var m map[string]any
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if u.GetKind() == "" || u.GetName() == "" {
+			return nil, fmt.Errorf("%s: document %d has no kind or name", name, i)
+		}
+		out = append(out, u)
+	}
 }
 
 func describeObject(u *unstructured.Unstructured) string {
@@ -103,41 +116,84 @@ func (p *manifestPhase) Run(ctx context.Context, _ provision.Host) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := p.restConfig(ctx)
+	a, err := newApplier(ctx, p.restConfig)
 	if err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	var errs []error
 	for i, u := range objs {
-		gvk := u.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s (%s): %w", describeObject(u), where[i], err))
-			continue
-		}
-		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			ns := u.GetNamespace()
-			if ns == "" {
-				ns = metav1.NamespaceDefault
-			}
-			ri = dyn.Resource(m.Resource).Namespace(ns)
-		}
-		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
-			errs = append(errs, fmt.Errorf("applying %s (%s): %w", describeObject(u), where[i], err))
+		if err := a.apply(ctx, u, where[i]); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
+
+// applier server-side applies objects of any kind known to the API server.
+type applier struct {
+	dyn    dynamic.Interface
+	mapper *restmapper.DeferredDiscoveryRESTMapper
+}
+
+func newApplier(ctx context.Context, restConfig func(context.Context) (*rest.Config, error)) (*applier, error) {
+	cfg, err := restConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &applier{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))}, nil
+}
+
+// resource maps u's kind; a kind that is not served yet (a CRD just
+// created and not yet established) is retried with fresh discovery for up
+// to crdWait.
+func (a *applier) resource(ctx context.Context, u *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+	gvk := u.GroupVersionKind()
+	deadline := time.Now().Add(crdWait)
+	for {
+		m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err == nil {
+			if m.Scope.Name() == meta.RESTScopeNameNamespace {
+				ns := u.GetNamespace()
+				if ns == "" {
+					ns = metav1.NamespaceDefault
+				}
+				return a.dyn.Resource(m.Resource).Namespace(ns), nil
+			}
+			return a.dyn.Resource(m.Resource), nil
+		}
+		if !meta.IsNoMatchError(err) || time.Now().After(deadline) {
+			return nil, err
+		}
+		a.mapper.Reset()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (a *applier) apply(ctx context.Context, u *unstructured.Unstructured, where string) error {
+	ri, err := a.resource(ctx, u)
+	if err != nil {
+		return fmt.Errorf("%s (%s): %w", describeObject(u), where, err)
+	}
+	if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+		return fmt.Errorf("applying %s (%s): %w", describeObject(u), where, err)
+	}
+	return nil
+}
+
+// crdWait bounds the wait for a just-created CRD's kind to be served.
+const crdWait = 60 * time.Second
 
 // RESTConfigFrom returns the REST configuration of the context the
 // kubeconfig phase imported (the cluster's name), for the phases that
