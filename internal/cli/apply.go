@@ -190,9 +190,9 @@ need passwordless sudo; Windows users must be administrators (OpenSSH).
 
 STATUS: preflight, the node preparation (the rendered prepare.sh and
 prepare.ps1, with the Windows reboots), kubeadm init, the kubeconfig import,
-Calico and its readiness, the joins, kube-proxy-windows, the RuntimeClasses
-and the check workloads are implemented; CSR approval, the CoreDNS restart,
-add-ons and doctor are listed with their order and gates and fail with "not
+Calico and its readiness, the joins, the CoreDNS restart, the add-ons,
+kube-proxy-windows, the RuntimeClasses and the check workloads are
+implemented; CSR approval and doctor are listed with their order and gates and fail with "not
 implemented yet" when run: do them by hand from the runbook and pass them
 to --skip-phases. See docs/apply.md.
 
@@ -239,6 +239,7 @@ func runApply(cmd *cobra.Command, s Streams, f *applyFlags) error {
 	phases := apply.Phases(apply.Deps{Hosts: sess.hosts, Connect: sess.pool.Get,
 		Kubeconfig: target, RESTConfig: apply.RESTConfigFrom(target),
 		Calico: apply.CalicoFrom(sess.plan, f.manifestsDir), CalicoTimeout: f.calicoTimeout,
+		Addons: apply.AddonsFrom(sess.plan),
 		Expect: apply.Expectations(sess.plan), IgnorePreflight: f.ignorePreflight,
 		Files: apply.ArtifactsOf(files), RebootTimeout: f.rebootTimeout, Redactor: sess.redactor})
 	e, err := provision.New(phases, sess.hosts, provision.Options{

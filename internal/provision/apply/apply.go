@@ -47,6 +47,8 @@ type Deps struct {
 	Calico *CalicoManifests
 	// CalicoTimeout bounds the wait for Calico to be ready (default 15m).
 	CalicoTimeout time.Duration
+	// Addons are the add-ons the spec asks for (AddonsFrom).
+	Addons []AddonSource
 }
 
 // cleanupTimeout bounds removing a secret file after its use.
@@ -114,8 +116,8 @@ func Phases(d Deps) []provision.Phase {
 		&joinPhase{title: "join-linux", after: []string{"calico-ready"}, files: d.Files, hosts: d.Hosts, connect: d.hostConn, redactor: d.Redactor},
 		p("approve-linux-csrs", api, cluster, []string{"join-linux"},
 			"approve the kubelet-serving CSRs of the control plane and the Linux workers through the verified approver (hybridctl csr approve)"),
-		p("coredns-restart", api, cluster, nil, "kubectl -n kube-system rollout restart deployment coredns, so replicas spread over the workers"),
-		p("addons", api, cluster, nil, "metrics-server and cert-manager when the spec asks; wait for their rollouts"),
+		&corednsRestartPhase{restConfig: d.RESTConfig},
+		&addonsPhase{addons: d.Addons, restConfig: d.RESTConfig},
 		&joinPhase{title: "join-windows", windows: true, after: []string{"calico-ready", "windows-prepare"}, files: d.Files, hosts: d.Hosts, connect: d.hostConn, redactor: d.Redactor},
 		p("approve-windows-csrs", api, cluster, []string{"join-windows"}, "approve the Windows node's kubelet-serving CSR through the verified approver"),
 		&manifestPhase{title: "kube-proxy-windows", desc: "kube-proxy-windows DaemonSet (HostProcess, winkernel) for the cluster's version",

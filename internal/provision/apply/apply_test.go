@@ -136,7 +136,7 @@ func TestProcedureShape(t *testing.T) {
 
 func TestPendingPhasesFailLoudly(t *testing.T) {
 	phases := Phases(labDeps(t))
-	e, err := provision.New(phases, labHosts(), provision.Options{Only: []string{"coredns-restart"}})
+	e, err := provision.New(phases, labHosts(), provision.Options{Only: []string{"approve-linux-csrs"}})
 	if err != nil {
 		t.Fatal(err)
 	}
