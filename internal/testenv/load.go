@@ -95,7 +95,9 @@ func Parse(name string, data []byte) ([]Object, error) {
 	var objs []Object
 	for _, d := range splitDocuments(data) {
 		src := fmt.Sprintf("%s:%d", name, d.line)
-		js, err := yaml.YAMLToJSON(d.body)
+		// Strict: a duplicate key (often a missing "---") is an error, not
+		// a silently overwritten field.
+		js, err := yaml.YAMLToJSONStrict(d.body)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", src, err)
 		}

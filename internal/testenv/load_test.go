@@ -64,6 +64,11 @@ items:
 			wantErr: "f.yaml:1:",
 		},
 		{
+			name:    "duplicate key (a missing ---)",
+			in:      "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\napiVersion: v1\nkind: ConfigMap\n",
+			wantErr: `f.yaml:1: yaml: unmarshal errors:`,
+		},
+		{
 			name:    "not an object",
 			in:      "- a\n- b\n",
 			wantErr: "f.yaml:1:",

@@ -9,6 +9,8 @@ import (
 
 func prepare(*exec.Cmd) {}
 
+func prepareCommand(*exec.Cmd) {}
+
 // signalGroup falls back to killing the process itself: the control-plane
 // binaries are built for Unix only, so this is only reached in a failed start.
 func signalGroup(cmd *exec.Cmd, _ syscall.Signal) error {

@@ -86,6 +86,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.KubeconfigPath(), "HYBRIDCTL_TESTENV_HOST="+env.Host())
+	prepareCommand(cmd)
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "testenv: %v\n", err)
 		return RunExitHarness
