@@ -21,3 +21,6 @@ const (
 	sigTerm = syscall.SIGTERM
 	sigKill = syscall.SIGKILL
 )
+
+// processAlive cannot tell here; directories are then never reclaimed.
+func processAlive(int) bool { return true }

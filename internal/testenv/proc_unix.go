@@ -3,6 +3,7 @@
 package testenv
 
 import (
+	"errors"
 	"os/exec"
 	"syscall"
 )
@@ -32,3 +33,9 @@ const (
 	sigTerm = syscall.SIGTERM
 	sigKill = syscall.SIGKILL
 )
+
+// processAlive reports whether a process with this pid exists.
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
