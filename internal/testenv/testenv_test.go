@@ -473,3 +473,88 @@ func TestLabFixtureReadsBackAsWritten(t *testing.T) {
 		t.Errorf("nodes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestLabIsTheGuidesCluster checks the loaded lab against what the guide
+// shows at its end, through the API as kubectl would see it.
+func TestLabIsTheGuidesCluster(t *testing.T) {
+	env := testenv.Get(t)
+	ctx := t.Context()
+	cs := clientset(t, env.AdminConfig())
+
+	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onWindows := map[string]bool{}
+	dnsNodes := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "k8s-lab-win-1" {
+			onWindows[p.Namespace+"/"+p.Name] = true
+		}
+		if p.Labels["k8s-app"] == "kube-dns" && p.Namespace == "kube-system" {
+			dnsNodes[p.Spec.NodeName] = true
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			t.Errorf("pod %s/%s is %s, want Running", p.Namespace, p.Name, p.Status.Phase)
+		}
+	}
+	wantWindows := map[string]bool{
+		"kube-system/kube-proxy-windows-z9qdq":    true,
+		"calico-system/calico-node-windows-q54h2": true,
+		"win-demo/aspnetapp-769559d8ff-dkp9z":     true,
+		"win-demo/aspnetapp-769559d8ff-vk445":     true,
+	}
+	if !reflect.DeepEqual(onWindows, wantWindows) {
+		t.Errorf("pods on k8s-lab-win-1 = %v, want %v", onWindows, wantWindows)
+	}
+	if len(dnsNodes) != 2 {
+		t.Errorf("CoreDNS pods on nodes %v, want two different nodes", dnsNodes)
+	}
+
+	dss, err := cs.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dss.Items) != 5 {
+		t.Errorf("%d DaemonSets, want the guide's 5", len(dss.Items))
+	}
+	for _, ds := range dss.Items {
+		osName := ds.Spec.Template.Spec.NodeSelector[corev1.LabelOSStable]
+		if osName != "linux" && osName != "windows" {
+			t.Errorf("DaemonSet %s/%s has no kubernetes.io/os selector", ds.Namespace, ds.Name)
+		}
+		if ds.Status.NumberReady != ds.Status.DesiredNumberScheduled || ds.Status.DesiredNumberScheduled == 0 {
+			t.Errorf("DaemonSet %s/%s ready %d of %d", ds.Namespace, ds.Name, ds.Status.NumberReady, ds.Status.DesiredNumberScheduled)
+		}
+	}
+
+	dyn, err := dynamic.NewForConfig(env.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := dyn.Resource(installationGVR).Get(ctx, "default", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"spec.calicoNetwork.bgp":              "Disabled",
+		"spec.calicoNetwork.windowsDataplane": "HNS",
+		"spec.calicoNetwork.linuxDataplane":   "Nftables",
+	} {
+		got, _, _ := unstructured.NestedString(inst.Object, strings.Split(path, ".")...)
+		if got != want {
+			t.Errorf("Installation default %s = %q, want %q", path, got, want)
+		}
+	}
+	pools, _, _ := unstructured.NestedSlice(inst.Object, "spec", "calicoNetwork", "ipPools")
+	if len(pools) != 1 || pools[0].(map[string]any)["encapsulation"] != "VXLAN" {
+		t.Errorf("Installation ipPools = %v, want one VXLAN pool", pools)
+	}
+	ipam, err := dyn.Resource(schema.GroupVersionResource{Group: "projectcalico.org", Version: "v3", Resource: "ipamconfigurations"}).Get(ctx, "default", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strict, _, _ := unstructured.NestedBool(ipam.Object, "spec", "strictAffinity"); !strict {
+		t.Error("IPAMConfiguration default strictAffinity is not true")
+	}
+}
