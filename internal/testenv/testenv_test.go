@@ -128,8 +128,14 @@ func TestRuntimeClassInjectsSchedulingAndToleration(t *testing.T) {
 	cfg.WarningHandlerWithContext = &w
 	cs := clientset(t, cfg)
 
+	// A namespace like the guide's win-demo, so other tests see the lab's
+	// win-demo unchanged.
+	ns := env.NewNamespace(t, "win-demo-", map[string]string{
+		"pod-security.kubernetes.io/enforce":         "restricted",
+		"pod-security.kubernetes.io/enforce-version": "v1.37",
+	})
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "aspnetapp-", Namespace: "win-demo"},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "aspnetapp-", Namespace: ns},
 		Spec: corev1.PodSpec{
 			OS:               &corev1.PodOS{Name: corev1.Windows},
 			RuntimeClassName: ptr.To("windows-2025"),
@@ -140,9 +146,9 @@ func TestRuntimeClassInjectsSchedulingAndToleration(t *testing.T) {
 			Containers: []corev1.Container{{Name: "aspnetapp", Image: "mcr.microsoft.com/dotnet/samples:aspnetapp-nanoserver-ltsc2025"}},
 		},
 	}
-	got, err := cs.CoreV1().Pods("win-demo").Create(t.Context(), pod, metav1.CreateOptions{})
+	got, err := cs.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("create Windows pod in restricted win-demo: %v", err)
+		t.Fatalf("create Windows pod in restricted %s: %v", ns, err)
 	}
 	wantSelector := map[string]string{
 		"kubernetes.io/os":                 "windows",
@@ -487,7 +493,11 @@ func TestLabIsTheGuidesCluster(t *testing.T) {
 	}
 	onWindows := map[string]bool{}
 	dnsNodes := map[string]bool{}
+	labNamespaces := map[string]bool{"kube-system": true, "calico-system": true, "tigera-operator": true, "demo": true, "win-demo": true}
 	for _, p := range pods.Items {
+		if !labNamespaces[p.Namespace] {
+			continue // other tests' pods
+		}
 		if p.Spec.NodeName == "k8s-lab-win-1" {
 			onWindows[p.Namespace+"/"+p.Name] = true
 		}
