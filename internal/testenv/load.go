@@ -249,14 +249,18 @@ func (e *Env) Load(ctx context.Context, objs []Object) error {
 		if len(batch) == 0 {
 			continue
 		}
+		began := time.Now()
 		if err := l.createAll(ctx, batch); err != nil {
 			return err
 		}
+		e.logf("testenv: created %d objects (%s) in %s", len(batch), stepName(s), time.Since(began).Round(time.Millisecond))
 		switch s {
 		case stepCRDs:
+			began := time.Now()
 			if err := l.waitEstablished(ctx, batch); err != nil {
 				return err
 			}
+			e.logf("testenv: %d CRDs Established after %s more", len(batch), time.Since(began).Round(time.Millisecond))
 			cached.Invalidate()
 			mapper.Reset()
 		case stepNamespaces:
@@ -293,6 +297,10 @@ const (
 	stepOther
 	numSteps
 )
+
+func stepName(s int) string {
+	return [numSteps]string{"CRDs", "namespaces", "policy and configuration", "nodes", "services", "workloads", "pods", "other"}[s]
+}
 
 func stepOf(o Object) int {
 	gk := o.GroupVersionKind().GroupKind()
