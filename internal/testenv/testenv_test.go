@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -234,6 +235,44 @@ func TestNodeCreatesButCannotApproveItsServingCSR(t *testing.T) {
 	admin := clientset(t, env.AdminConfig()).CertificatesV1().CertificateSigningRequests()
 	if _, err := admin.UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
 		t.Errorf("admin approves the CSR: %v", err)
+	}
+}
+
+func TestNodeRestrictionLimitsANodeToItself(t *testing.T) {
+	env := testenv.Get(t)
+	ctx := t.Context()
+	cfg, err := env.UserConfig("system:node:k8s-lab-node-1", "system:nodes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := clientset(t, cfg).CoreV1().Nodes()
+	// Server-side dry runs: the lab's nodes stay as they are.
+	dry := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
+	label := func(k, v string) []byte {
+		return []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, k, v))
+	}
+	if _, err := nodes.Patch(ctx, "k8s-lab-node-1", types.MergePatchType, label("example.com/rack", "r1"), dry); err != nil {
+		t.Errorf("node labels itself: %v", err)
+	}
+	if _, err := nodes.Patch(ctx, "k8s-lab-node-2", types.MergePatchType, label("example.com/rack", "r1"), dry); !apierrors.IsForbidden(err) {
+		t.Errorf("node labels another node: got %v, want Forbidden", err)
+	}
+	_, err = nodes.Patch(ctx, "k8s-lab-node-1", types.MergePatchType, label("node-role.kubernetes.io/control-plane", ""), dry)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "node-role.kubernetes.io/control-plane") {
+		t.Errorf("node gives itself the control-plane role label: got %v, want Forbidden by NodeRestriction", err)
+	}
+	// The Node authorizer: a node reads only what its pods need. A hello
+	// pod on k8s-lab-node-1 pulls with demo/ghcr-pull (through the default
+	// ServiceAccount's imagePullSecrets); k8s-lab-win-1 runs no demo pod.
+	if _, err := clientset(t, cfg).CoreV1().Secrets("demo").Get(ctx, "ghcr-pull", metav1.GetOptions{}); err != nil {
+		t.Errorf("k8s-lab-node-1 reads the pull secret of its hello pod: %v", err)
+	}
+	winCfg, err := env.UserConfig("system:node:k8s-lab-win-1", "system:nodes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clientset(t, winCfg).CoreV1().Secrets("demo").Get(ctx, "ghcr-pull", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("k8s-lab-win-1 reads a secret none of its pods uses: got %v, want Forbidden", err)
 	}
 }
 
