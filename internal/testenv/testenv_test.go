@@ -488,7 +488,7 @@ func TestLabFixtureReadsBackAsWritten(t *testing.T) {
 			}
 		}
 	}
-	wantKinds := map[string]int{"Node": 4, "Namespace": 4, "RuntimeClass": 1, "Installation": 1, "IPPool": 1, "TigeraStatus": 5}
+	wantKinds := map[string]int{"Node": 4, "Namespace": 5, "RuntimeClass": 1, "Installation": 1, "IPPool": 1, "TigeraStatus": 5}
 	for k, n := range wantKinds {
 		if kinds[k] != n {
 			t.Errorf("fixture has %d %s objects, want %d", kinds[k], k, n)
@@ -532,7 +532,7 @@ func TestLabIsTheGuidesCluster(t *testing.T) {
 	}
 	onWindows := map[string]bool{}
 	dnsNodes := map[string]bool{}
-	labNamespaces := map[string]bool{"kube-system": true, "calico-system": true, "tigera-operator": true, "demo": true, "win-demo": true}
+	labNamespaces := map[string]bool{"kube-system": true, "calico-system": true, "tigera-operator": true, "cert-manager": true, "demo": true, "win-demo": true}
 	for _, p := range pods.Items {
 		if !labNamespaces[p.Namespace] {
 			continue // other tests' pods
