@@ -24,6 +24,10 @@ type Streams struct {
 // adding one line here: there is no init() registration.
 func commands(s Streams) []*cobra.Command {
 	return []*cobra.Command{
+		newInitCmd(s),
+		newPlanCmd(s),
+		newRenderCmd(s),
+		newKubeconfigCmd(s),
 		newVersionCmd(s),
 		newCompletionCmd(s),
 	}
