@@ -457,39 +457,63 @@ func (l *loader) hasStatusSubresource(gvr schema.GroupVersionResource) (bool, er
 	}), nil
 }
 
-// waitEstablished waits until every CRD in batch has the condition
-// Established=True (and NamesAccepted=True).
+// waitEstablished waits until every CRD in batch has the conditions
+// Established=True and NamesAccepted=True. It lists once and then watches:
+// the Calico CRDs are megabytes of schema, and polling them would compete
+// with the API server for the CPU it needs to establish them.
 func (l *loader) waitEstablished(ctx context.Context, batch []Object) error {
 	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	pending := map[string]Object{}
 	for _, o := range batch {
 		pending[o.GetName()] = o
 	}
+	notEstablished := func() error {
+		var names []string
+		for _, o := range pending {
+			names = append(names, o.Ref())
+		}
+		sort.Strings(names)
+		return fmt.Errorf("CustomResourceDefinitions not Established: %s: %w", strings.Join(names, ", "), ctx.Err())
+	}
 	for {
 		list, err := l.dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
 		if err != nil {
+			if ctx.Err() != nil {
+				return notEstablished()
+			}
 			return fmt.Errorf("list CustomResourceDefinitions: %w", err)
 		}
-		for _, crd := range list.Items {
-			if _, ok := pending[crd.GetName()]; ok && crdEstablished(&crd) {
-				delete(pending, crd.GetName())
+		for i := range list.Items {
+			if crdEstablished(&list.Items[i]) {
+				delete(pending, list.Items[i].GetName())
 			}
 		}
 		if len(pending) == 0 {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			var names []string
-			for _, o := range pending {
-				names = append(names, o.Ref())
+		w, err := l.dyn.Resource(gvr).Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+		if err != nil {
+			if ctx.Err() != nil {
+				return notEstablished()
 			}
-			sort.Strings(names)
-			return fmt.Errorf("CustomResourceDefinitions not Established: %s: %w", strings.Join(names, ", "), ctx.Err())
-		case <-time.After(100 * time.Millisecond):
+			return fmt.Errorf("watch CustomResourceDefinitions: %w", err)
 		}
+		for ev := range w.ResultChan() {
+			if crd, ok := ev.Object.(*unstructured.Unstructured); ok && crdEstablished(crd) {
+				delete(pending, crd.GetName())
+				if len(pending) == 0 {
+					w.Stop()
+					return nil
+				}
+			}
+		}
+		w.Stop()
+		if ctx.Err() != nil {
+			return notEstablished()
+		}
+		// The watch ended (expired or closed by the server): list again.
 	}
 }
 
