@@ -171,6 +171,36 @@ func TestRuntimeClassInjectsSchedulingAndToleration(t *testing.T) {
 	}
 }
 
+func TestHostProcessPodNeedsPrivilegedNamespace(t *testing.T) {
+	env := testenv.Get(t)
+	cs := clientset(t, env.AdminConfig())
+	hostProcess := func(ns string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "kube-proxy-windows-", Namespace: ns},
+			Spec: corev1.PodSpec{
+				OS:          &corev1.PodOS{Name: corev1.Windows},
+				HostNetwork: true,
+				SecurityContext: &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{
+					HostProcess: ptr.To(true), RunAsUserName: ptr.To(`NT AUTHORITY\system`),
+				}},
+				Containers: []corev1.Container{{Name: "kube-proxy", Image: "sigwindowstools/kube-proxy:v1.37.2-calico-hostprocess"}},
+			},
+		}
+	}
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	// calico-system is labelled privileged by the operator; kube-system has
+	// no Pod Security labels (privileged by default).
+	for _, ns := range []string{"calico-system", "kube-system"} {
+		if _, err := cs.CoreV1().Pods(ns).Create(t.Context(), hostProcess(ns), dry); err != nil {
+			t.Errorf("HostProcess pod in %s: %v, want accepted (kube-apiserver runs with --allow-privileged=true)", ns, err)
+		}
+	}
+	_, err := cs.CoreV1().Pods("win-demo").Create(t.Context(), hostProcess("win-demo"), dry)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `violates PodSecurity "restricted:v1.37"`) || !strings.Contains(err.Error(), "hostProcess") {
+		t.Errorf("HostProcess pod in restricted win-demo: got %v, want Forbidden by Pod Security naming hostProcess", err)
+	}
+}
+
 // servingCSR returns a PEM certificate request as a kubelet makes it for
 // its serving certificate.
 func servingCSR(t *testing.T, node string, ip string) []byte {
