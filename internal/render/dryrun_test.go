@@ -140,9 +140,12 @@ func TestManifestsDryRun(t *testing.T) {
 		// ConfigMap, Installation, APIServer, IPAMConfiguration,
 		// RuntimeClass, kube-proxy DaemonSet, 2 Namespaces, hello Deployment
 		// and Service, aspnetapp Deployment and Service.
+		// + the in-cluster CSR approver: Namespace, ServiceAccount,
+		// ConfigMap with the spec, ClusterRole, binding, Deployment.
 		{"lab", func(t *testing.T) map[string]File {
-			return mustRender(t, labPlan(t), Options{Token: guideToken, CACertHash: guideHash})
-		}, 12},
+			return mustRender(t, labPlan(t), Options{Token: guideToken, CACertHash: guideHash,
+				CSRApproverImage: "ghcr.io/hybridctl/hybridctl:v0.1.0", CSRApproverSpec: []byte("apiVersion: hybridctl.dev/v1alpha1\n")})
+		}, 18},
 		// + a second RuntimeClass and aspnetapp-windows-2022.
 		{"two builds", twoBuilds, 15},
 	} {

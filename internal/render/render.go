@@ -20,6 +20,7 @@ import (
 
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
+	"github.com/hybridctl/hybridctl/internal/csr"
 	"github.com/hybridctl/hybridctl/internal/plan"
 )
 
@@ -55,6 +56,13 @@ type Options struct {
 	InstallContainerdSHA256 string
 	PrepareNodeURL          string
 	PrepareNodeSHA256       string
+	// CSRApproverImage, when set, adds cluster/csr-approver.yaml: the
+	// verified kubelet-serving CSR approver (hybridctl csr approve --watch)
+	// as a Deployment with least-privilege RBAC, running this image.
+	CSRApproverImage string
+	// CSRApproverSpec is the cluster spec the in-cluster approver checks
+	// addresses against (shipped in a ConfigMap); empty: none.
+	CSRApproverSpec []byte
 }
 
 var caCertHashRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
@@ -150,7 +158,7 @@ func Render(p *plan.Plan, o Options) ([]File, error) {
 		return nil, fmt.Errorf("templates: %w", err)
 	}
 	r := &renderer{plan: p, opts: o.withDefaults(), tmpl: t}
-	steps := []func() error{r.cluster, r.calico, r.windows, r.nodes, r.workloads, r.dnsRecords, r.runbook}
+	steps := []func() error{r.cluster, r.calico, r.windows, r.csrApprover, r.nodes, r.workloads, r.dnsRecords, r.runbook}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, err
@@ -214,6 +222,29 @@ func (r *renderer) windows() error {
 
 // secretMode is the mode of a node's join file: 0600 when it holds a
 // token or a certificate key.
+// csrApprover adds the in-cluster kubelet-serving CSR approver when an
+// image is given.
+func (r *renderer) csrApprover() error {
+	if r.opts.CSRApproverImage == "" {
+		return nil
+	}
+	return r.addGen("cluster/csr-approver.yaml", 0o644, func() ([]byte, error) {
+		objs, err := csr.InClusterApprover(csr.DeployOptions{Image: r.opts.CSRApproverImage, ClusterSpec: r.opts.CSRApproverSpec})
+		if err != nil {
+			return nil, err
+		}
+		body, err := objs.YAML()
+		if err != nil {
+			return nil, err
+		}
+		head := "# The verified kubelet-serving CSR approver (hybridctl csr approve --watch), rendered by hybridctl.\n" +
+			"# It approves a serving certificate only when the requester, names and addresses belong to the node.\n" +
+			"# Least privilege: approve only on signers/kubernetes.io/kubelet-serving. See docs/csr.md.\n" +
+			"# kubectl apply -f csr-approver.yaml\n"
+		return append([]byte(head), body...), nil
+	})
+}
+
 func (r *renderer) secretMode(n plan.Node) fs.FileMode {
 	if r.opts.Token != "" || (n.IsControlPlane() && r.opts.CertificateKey != "") {
 		return 0o600

@@ -268,3 +268,25 @@ func TestRunbookUsesEveryFile(t *testing.T) {
 		}
 	}
 }
+
+// With an image, render adds the in-cluster CSR approver and the runbook
+// applies it; without, neither.
+func TestCSRApprover(t *testing.T) {
+	without := mustRender(t, labPlan(t), Options{})
+	if _, ok := without["cluster/csr-approver.yaml"]; ok {
+		t.Error("csr-approver.yaml rendered without --csr-approver-image")
+	}
+	with := mustRender(t, labPlan(t), Options{CSRApproverImage: "registry.example.com/hybridctl:v1"})
+	f, ok := with["cluster/csr-approver.yaml"]
+	if !ok {
+		t.Fatal("no cluster/csr-approver.yaml with an image")
+	}
+	for _, want := range []string{"image: registry.example.com/hybridctl:v1", "kubernetes.io/kubelet-serving", "kind: ClusterRole", "- approve"} {
+		if !strings.Contains(string(f.Data), want) {
+			t.Errorf("csr-approver.yaml lacks %q", want)
+		}
+	}
+	if rb := string(with["runbook.md"].Data); !strings.Contains(rb, "kubectl apply -f cluster/csr-approver.yaml") {
+		t.Error("the runbook does not apply the approver")
+	}
+}

@@ -23,6 +23,7 @@ type runbookData struct {
 	OperatorRef       string
 	Aspnetapp         []aspnetappRef
 	FirstWindows      plan.Node
+	CSRApprover       bool
 }
 
 type aspnetappRef struct {
@@ -33,6 +34,7 @@ type aspnetappRef struct {
 func (r *renderer) runbookData() runbookData {
 	d := runbookData{Plan: r.plan, HasToken: r.opts.Token != "" && r.opts.CACertHash != "", Local: r.opts.Manifests != nil, OperatorManifest: OperatorManifest}
 	d.HasCertificateKey = r.opts.CertificateKey != ""
+	d.CSRApprover = r.opts.CSRApproverImage != ""
 	d.ControlPlane, _ = firstControlPlane(r.plan)
 	for _, n := range r.plan.Nodes {
 		switch {
