@@ -236,7 +236,11 @@ func runApply(cmd *cobra.Command, s Streams, f *applyFlags) error {
 		return Usage(err)
 	}
 	target := &apply.KubeconfigTarget{Store: &kubeconfig.Store{Path: kc}, Name: sess.plan.Cluster}
-	phases := apply.Phases(apply.Deps{Hosts: sess.hosts, Connect: sess.pool.Get,
+	inventory, err := apply.InventoryFrom(sess.plan)
+	if err != nil {
+		return Problem(err)
+	}
+	phases := apply.Phases(apply.Deps{Hosts: sess.hosts, Connect: sess.pool.Get, Inventory: inventory,
 		Kubeconfig: target, RESTConfig: apply.RESTConfigFrom(target),
 		Calico: apply.CalicoFrom(sess.plan, f.manifestsDir), CalicoTimeout: f.calicoTimeout,
 		Addons: apply.AddonsFrom(sess.plan),

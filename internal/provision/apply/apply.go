@@ -17,6 +17,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/hybridctl/hybridctl/internal/csr"
 	"github.com/hybridctl/hybridctl/internal/provision"
 	"github.com/hybridctl/hybridctl/internal/provision/preflight"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
@@ -49,6 +50,11 @@ type Deps struct {
 	CalicoTimeout time.Duration
 	// Addons are the add-ons the spec asks for (AddonsFrom).
 	Addons []AddonSource
+	// Inventory is what the CSR approval phases check kubelet-serving
+	// requests against (InventoryFrom the plan).
+	Inventory csr.Inventory
+	// CSRTimeout bounds the wait for the kubelet-serving CSRs (default 10m).
+	CSRTimeout time.Duration
 }
 
 // cleanupTimeout bounds removing a secret file after its use.
@@ -102,6 +108,14 @@ func Phases(d Deps) []provision.Phase {
 	if rebootTimeout <= 0 {
 		rebootTimeout = 15 * time.Minute
 	}
+	csrTimeout := d.CSRTimeout
+	if csrTimeout <= 0 {
+		csrTimeout = 10 * time.Minute
+	}
+	approve := func(title string, after []string, nodes func([]provision.Host) []provision.Host) provision.Phase {
+		return &approveCSRsPhase{title: title, after: after, nodes: nodes, hosts: d.Hosts, inventory: d.Inventory,
+			restConfig: d.RESTConfig, timeout: csrTimeout, poll: 2 * time.Second}
+	}
 	p := func(title, needs string, on func([]provision.Host) []provision.Host, after []string, outline ...string) provision.Phase {
 		return &pending{title: title, needs: needs, on: on, after: after, outline: outline}
 	}
@@ -114,12 +128,11 @@ func Phases(d Deps) []provision.Phase {
 		&calicoPhase{files: d.Files, manifests: d.Calico, restConfig: d.RESTConfig},
 		&calicoReadyPhase{hosts: d.Hosts, restConfig: d.RESTConfig, timeout: calicoTimeout, poll: 5 * time.Second},
 		&joinPhase{title: "join-linux", after: []string{"calico-ready"}, files: d.Files, hosts: d.Hosts, connect: d.hostConn, redactor: d.Redactor},
-		p("approve-linux-csrs", api, cluster, []string{"join-linux"},
-			"approve the kubelet-serving CSRs of the control plane and the Linux workers through the verified approver (hybridctl csr approve)"),
+		approve("approve-linux-csrs", []string{"join-linux"}, provision.LinuxNodes),
 		&corednsRestartPhase{restConfig: d.RESTConfig},
 		&addonsPhase{addons: d.Addons, restConfig: d.RESTConfig},
 		&joinPhase{title: "join-windows", windows: true, after: []string{"calico-ready", "windows-prepare"}, files: d.Files, hosts: d.Hosts, connect: d.hostConn, redactor: d.Redactor},
-		p("approve-windows-csrs", api, cluster, []string{"join-windows"}, "approve the Windows node's kubelet-serving CSR through the verified approver"),
+		approve("approve-windows-csrs", []string{"join-windows"}, provision.WindowsNodes),
 		&manifestPhase{title: "kube-proxy-windows", desc: "kube-proxy-windows DaemonSet (HostProcess, winkernel) for the cluster's version",
 			paths: d.Files.under("cluster/windows/kube-proxy-windows"), files: d.Files, restConfig: d.RESTConfig},
 		&manifestPhase{title: "runtimeclasses", desc: "a RuntimeClass per Windows build (handler runhcs-wcow-process, nodeSelector and the os=windows toleration)",

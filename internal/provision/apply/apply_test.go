@@ -136,7 +136,7 @@ func TestProcedureShape(t *testing.T) {
 
 func TestPendingPhasesFailLoudly(t *testing.T) {
 	phases := Phases(labDeps(t))
-	e, err := provision.New(phases, labHosts(), provision.Options{Only: []string{"approve-linux-csrs"}})
+	e, err := provision.New(phases, labHosts(), provision.Options{Only: []string{"doctor"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,175 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"time"
+
+	certv1 "k8s.io/api/certificates/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/hybridctl/hybridctl/internal/csr"
+	"github.com/hybridctl/hybridctl/internal/plan"
+	"github.com/hybridctl/hybridctl/internal/provision"
+)
+
+// InventoryFrom is the CSR approver's inventory from the plan: every node's
+// address and the DNS suffix. The spec's addresses win over what a node
+// reports about itself.
+func InventoryFrom(p *plan.Plan) (csr.Inventory, error) {
+	inv := csr.StaticInventory{Suffix: p.DNSSuffix, Addresses: map[string]netip.Addr{}}
+	for _, n := range p.Nodes {
+		a, err := netip.ParseAddr(n.Address)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: address %q: %w", n.Name, n.Address, err)
+		}
+		inv.Addresses[n.Name] = a
+	}
+	return inv, nil
+}
+
+// approveCSRsPhase approves the kubelet-serving CSRs of a set of nodes
+// through the verified approver (internal/csr): a request is approved only
+// when its requester, names and addresses belong to the node; a wrong one
+// is denied with its reasons and fails the phase. It waits until every
+// node has an approved serving certificate request.
+type approveCSRsPhase struct {
+	title      string
+	after      []string
+	nodes      func([]provision.Host) []provision.Host
+	hosts      []provision.Host
+	inventory  csr.Inventory
+	restConfig func(ctx context.Context) (*rest.Config, error)
+	timeout    time.Duration
+	poll       time.Duration
+}
+
+func (p *approveCSRsPhase) Title() string   { return p.title }
+func (p *approveCSRsPhase) Waits() []string { return p.after }
+func (p *approveCSRsPhase) Description() string {
+	return "approve the kubelet-serving CSRs of " + strings.Join(p.names(), ", ") + " through the verified approver"
+}
+func (p *approveCSRsPhase) Targets([]provision.Host) []provision.Host {
+	return []provision.Host{provision.ClusterHost()}
+}
+
+func (p *approveCSRsPhase) names() []string {
+	var out []string
+	for _, h := range p.nodes(p.hosts) {
+		out = append(out, h.Name)
+	}
+	return out
+}
+
+func (p *approveCSRsPhase) DryRun(context.Context, provision.Host) ([]string, error) {
+	return []string{
+		fmt.Sprintf("wait up to %s until %s each have a kubelet-serving CSR", p.timeout, strings.Join(p.names(), ", ")),
+		"review each with hybridctl csr approve's checks (requester, signature, subject, usages, DNS names, IPs against the spec's addresses, Node exists, expiration)",
+		"approve the ones that belong to their node; deny the others with the reasons (the phase then fails)",
+	}, nil
+}
+
+func (p *approveCSRsPhase) Run(ctx context.Context, _ provision.Host) error {
+	if p.restConfig == nil {
+		return fmt.Errorf("%w: phase %s has no API access", provision.ErrNotImplemented, p.title)
+	}
+	cfg, err := p.restConfig(ctx)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.title, err)
+	}
+	want := map[string]bool{}
+	for _, n := range p.names() {
+		want[n] = true
+	}
+	opts := csr.Options{Inventory: p.inventory}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	var waiting []string
+	for {
+		approved, denied, pendingWhy, err := p.round(ctx, client, want, opts)
+		if err != nil {
+			return err
+		}
+		if len(denied) > 0 {
+			return fmt.Errorf("denied kubelet-serving CSRs that do not belong to their node: %s", strings.Join(denied, "; "))
+		}
+		waiting = waiting[:0]
+		for n := range want {
+			if !approved[n] {
+				w := n
+				if why := pendingWhy[n]; why != "" {
+					w += " (" + why + ")"
+				}
+				waiting = append(waiting, w)
+			}
+		}
+		if len(waiting) == 0 {
+			return nil
+		}
+		sort.Strings(waiting)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no approved kubelet-serving CSR after %s for %s", p.timeout, strings.Join(waiting, ", "))
+		case <-time.After(p.poll):
+		}
+	}
+}
+
+// round reviews the pending requests of the wanted nodes once. It reports
+// which nodes have an approved request (now or before), the requests it
+// denied, and why requests were left pending.
+func (p *approveCSRsPhase) round(ctx context.Context, client kubernetes.Interface, want map[string]bool, opts csr.Options) (approved map[string]bool, denied []string, pendingWhy map[string]string, err error) {
+	list, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{FieldSelector: csr.SignerFieldSelector()})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("listing kubelet-serving CertificateSigningRequests: %w", err)
+	}
+	approved, pendingWhy = map[string]bool{}, map[string]string{}
+	getNode := csr.APINodeGetter(client)
+	for i := range list.Items {
+		c := &list.Items[i]
+		node, ok := strings.CutPrefix(c.Spec.Username, "system:node:")
+		if !ok || !want[node] {
+			continue // other nodes' requests are not this phase's to decide
+		}
+		if isApproved(c) {
+			approved[node] = true
+			continue
+		}
+		if csr.IsDecided(c) {
+			continue
+		}
+		rv := csr.ReviewCSR(ctx, c, getNode, opts)
+		switch rv.Decision {
+		case csr.LeavePending:
+			pendingWhy[node] = strings.Join(rv.Reasons(), "; ")
+			continue
+		case csr.Deny:
+			denied = append(denied, fmt.Sprintf("%s from %s: %s", c.Name, node, strings.Join(rv.Reasons(), "; ")))
+		}
+		if _, err := csr.ApplyWithRetry(ctx, client, c, rv, getNode, opts); err != nil {
+			return nil, nil, nil, err
+		}
+		if rv.Decision == csr.Approve {
+			approved[node] = true
+		}
+	}
+	return approved, denied, pendingWhy, nil
+}
+
+func isApproved(c *certv1.CertificateSigningRequest) bool {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == certv1.CertificateApproved && cond.Status == "True" {
+			return true
+		}
+	}
+	return false
+}
