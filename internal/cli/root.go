@@ -25,6 +25,8 @@ type Streams struct {
 func commands(s Streams) []*cobra.Command {
 	return []*cobra.Command{
 		newVersionCmd(s),
+		newDoctorCmd(s),
+		newLintCmd(s),
 		newCompletionCmd(s),
 	}
 }

@@ -1,0 +1,279 @@
+package snapshot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// LiveOptions tune the live loader.
+type LiveOptions struct {
+	// Kinds to list; the checks say which they need.
+	Kinds []Kind
+	// Namespace restricts namespaced kinds to one namespace ("" = all).
+	Namespace string
+	// PageSize is the LIST limit (default 500).
+	PageSize int
+	// Concurrency caps the kinds listed at once (default 6).
+	Concurrency int
+}
+
+// resource is where a kind is listed; alternatives are tried in order
+// while the previous one is not served (Calico's projectcalico.org/v3
+// native CRDs, then the older crd.projectcalico.org/v1).
+type resource struct {
+	groupVersion string
+	plural       string
+	namespaced   bool
+}
+
+func resourcesFor(k Kind) []resource {
+	switch k {
+	case KindNode:
+		return []resource{{"v1", "nodes", false}}
+	case KindNamespace:
+		return []resource{{"v1", "namespaces", false}}
+	case KindPod:
+		return []resource{{"v1", "pods", true}}
+	case KindService:
+		return []resource{{"v1", "services", true}}
+	case KindConfigMap:
+		return []resource{{"v1", "configmaps", true}}
+	case KindDaemonSet:
+		return []resource{{"apps/v1", "daemonsets", true}}
+	case KindDeployment:
+		return []resource{{"apps/v1", "deployments", true}}
+	case KindStatefulSet:
+		return []resource{{"apps/v1", "statefulsets", true}}
+	case KindReplicaSet:
+		return []resource{{"apps/v1", "replicasets", true}}
+	case KindJob:
+		return []resource{{"batch/v1", "jobs", true}}
+	case KindCronJob:
+		return []resource{{"batch/v1", "cronjobs", true}}
+	case KindRuntimeClass:
+		return []resource{{"node.k8s.io/v1", "runtimeclasses", false}}
+	case KindCSR:
+		return []resource{{"certificates.k8s.io/v1", "certificatesigningrequests", false}}
+	case KindInstallation:
+		return []resource{{"operator.tigera.io/v1", "installations", false}}
+	case KindTigeraStatus:
+		return []resource{{"operator.tigera.io/v1", "tigerastatuses", false}}
+	case KindIPPool:
+		return []resource{{"projectcalico.org/v3", "ippools", false}, {"crd.projectcalico.org/v1", "ippools", false}}
+	case KindIPAMConfiguration:
+		return []resource{{"projectcalico.org/v3", "ipamconfigurations", false}, {"crd.projectcalico.org/v1", "ipamconfigs", false}}
+	case KindFelixConfiguration:
+		return []resource{{"projectcalico.org/v3", "felixconfigurations", false}, {"crd.projectcalico.org/v1", "felixconfigurations", false}}
+	}
+	return nil
+}
+
+func (r resource) path(ns string) string {
+	base := "/apis/" + r.groupVersion
+	if r.groupVersion == "v1" {
+		base = "/api/v1"
+	}
+	if r.namespaced && ns != "" {
+		return base + "/namespaces/" + url.PathEscape(ns) + "/" + r.plural
+	}
+	return base + "/" + r.plural
+}
+
+// LoadLive lists the kinds in opts from the API server behind cfg. It
+// never writes. Kinds are listed concurrently, each with paginated LISTs
+// (limit and continue); every page is decoded straight into the small
+// structs of this package and then dropped, so memory holds only what the
+// checks read. A kind that is forbidden or not served (CRD absent) is
+// recorded in Unavailable with the reason. An unreachable API server, or
+// a LIST that fails otherwise, is an error.
+func LoadLive(ctx context.Context, cfg *rest.Config, opts LiveOptions) (*Snapshot, error) {
+	if opts.PageSize <= 0 {
+		opts.PageSize = 500
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 6
+	}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("API client for %s: %w", cfg.Host, err)
+	}
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("reach API server %s: %w", cfg.Host, err)
+	}
+	s := New()
+	s.Live = true
+	s.ServerVersion = v.GitVersion
+	rc := cs.CoreV1().RESTClient()
+
+	kinds := append([]Kind(nil), opts.Kinds...)
+	sort.Slice(kinds, func(i, j int) bool { return kinds[i] < kinds[j] })
+	listCM := false
+	for _, k := range kinds {
+		listCM = listCM || k == KindConfigMap
+	}
+	var (
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, opts.Concurrency)
+		mu   sync.Mutex
+		errs []error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	for _, k := range kinds {
+		if k == KindClusterConfiguration {
+			if listCM {
+				// The ConfigMap list carries kubeadm-config.
+				s.locked(func() { s.Listed[k] = true })
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := s.getKubeadmConfig(ctx, rc); err != nil {
+					fail(err)
+				}
+			}()
+			continue
+		}
+		rs := resourcesFor(k)
+		if rs == nil {
+			continue
+		}
+		wg.Add(1)
+		go func(k Kind, rs []resource) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := s.listKind(ctx, rc, k, rs, opts); err != nil {
+				fail(err)
+			}
+		}(k, rs)
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	s.Sort()
+	return s, nil
+}
+
+// page is one LIST response, items kept raw until decoded one by one.
+type page struct {
+	Metadata struct {
+		Continue string `json:"continue"`
+	} `json:"metadata"`
+	Items []json.RawMessage `json:"items"`
+}
+
+func (s *Snapshot) listKind(ctx context.Context, rc rest.Interface, k Kind, rs []resource, opts LiveOptions) error {
+	var reasons []string
+	for _, r := range rs {
+		err := s.listResource(ctx, rc, k, r, opts)
+		switch {
+		case err == nil:
+			s.locked(func() { s.Listed[k] = true })
+			return nil
+		case apierrors.IsForbidden(err):
+			s.locked(func() {
+				s.Unavailable[k] = fmt.Sprintf("cannot list %s: forbidden (%s)", r.resourceName(), apierrors.ReasonForError(err))
+				if st, ok := err.(apierrors.APIStatus); ok && st.Status().Message != "" {
+					s.Unavailable[k] = "cannot list " + r.resourceName() + ": " + st.Status().Message
+				}
+			})
+			return nil
+		case apierrors.IsNotFound(err):
+			reasons = append(reasons, r.resourceName())
+			continue
+		default:
+			return fmt.Errorf("list %s: %w", r.resourceName(), err)
+		}
+	}
+	s.locked(func() {
+		s.Unavailable[k] = fmt.Sprintf("%s not served by the API server (CRD not installed)", strings.Join(reasons, " or "))
+	})
+	return nil
+}
+
+func (r resource) resourceName() string {
+	g := r.groupVersion
+	if i := strings.Index(g, "/"); i >= 0 {
+		return r.plural + "." + g[:i]
+	}
+	return r.plural
+}
+
+func (s *Snapshot) listResource(ctx context.Context, rc rest.Interface, k Kind, r resource, opts LiveOptions) error {
+	apiVersion := r.groupVersion
+	kindName := string(k)
+	cont := ""
+	for {
+		req := rc.Get().AbsPath(r.path(opts.Namespace)).
+			Param("limit", fmt.Sprint(opts.PageSize)).
+			SetHeader("Accept", "application/json")
+		if cont != "" {
+			req = req.Param("continue", cont)
+		}
+		body, err := req.Stream(ctx)
+		if err != nil {
+			return err
+		}
+		var p page
+		err = json.NewDecoder(body).Decode(&p)
+		body.Close()
+		if err != nil {
+			return fmt.Errorf("decode page: %w", err)
+		}
+		for _, it := range p.Items {
+			if err := s.AddKind(k, apiVersion, kindName, it, Source{}); err != nil {
+				return fmt.Errorf("%s %s: %w", kindName, nameOf(it), err)
+			}
+		}
+		if p.Metadata.Continue == "" {
+			return nil
+		}
+		cont = p.Metadata.Continue
+	}
+}
+
+// getKubeadmConfig reads kube-system/kubeadm-config alone, when ConfigMaps
+// are not listed.
+func (s *Snapshot) getKubeadmConfig(ctx context.Context, rc rest.Interface) error {
+	body, err := rc.Get().AbsPath("/api/v1/namespaces/" + KubeadmConfigNamespace + "/configmaps/" + KubeadmConfigName).
+		SetHeader("Accept", "application/json").DoRaw(ctx)
+	switch {
+	case err == nil:
+	case apierrors.IsNotFound(err):
+		s.locked(func() { s.Listed[KindClusterConfiguration] = true })
+		return nil
+	case apierrors.IsForbidden(err):
+		s.locked(func() {
+			s.Unavailable[KindClusterConfiguration] = "cannot get configmap kube-system/kubeadm-config: forbidden"
+		})
+		return nil
+	default:
+		return fmt.Errorf("get configmap %s/%s: %w", KubeadmConfigNamespace, KubeadmConfigName, err)
+	}
+	if err := s.AddKind(KindConfigMap, "v1", "ConfigMap", body, Source{}); err != nil {
+		return fmt.Errorf("configmap %s/%s: %w", KubeadmConfigNamespace, KubeadmConfigName, err)
+	}
+	s.locked(func() { s.Listed[KindClusterConfiguration] = true })
+	return nil
+}
