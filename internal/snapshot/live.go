@@ -256,7 +256,7 @@ func (s *Snapshot) listResource(ctx context.Context, rc rest.Interface, k Kind, 
 // getKubeadmConfig reads kube-system/kubeadm-config alone, when ConfigMaps
 // are not listed.
 func (s *Snapshot) getKubeadmConfig(ctx context.Context, rc rest.Interface) error {
-	body, err := rc.Get().AbsPath("/api/v1/namespaces/" + KubeadmConfigNamespace + "/configmaps/" + KubeadmConfigName).
+	body, err := rc.Get().AbsPath("/api/v1/namespaces/"+KubeadmConfigNamespace+"/configmaps/"+KubeadmConfigName).
 		SetHeader("Accept", "application/json").DoRaw(ctx)
 	switch {
 	case err == nil:

@@ -21,20 +21,20 @@ type Snapshot struct {
 	// when live, else from a kubeadm ClusterConfiguration.
 	ServerVersion string
 
-	Nodes           []*Node
-	Namespaces      []*Namespace
-	Workloads       []*Workload
-	Pods            []*Pod
-	Services        []*Service
-	ConfigMaps      []*ConfigMap
-	RuntimeClasses  []*RuntimeClass
-	CSRs            []*CSR
-	Installations   []*Installation
-	TigeraStatuses  []*TigeraStatus
-	IPPools         []*IPPool
-	IPAMConfigs     []*IPAMConfiguration
-	FelixConfigs    []*FelixConfiguration
-	ClusterConfigs  []*ClusterConfiguration
+	Nodes          []*Node
+	Namespaces     []*Namespace
+	Workloads      []*Workload
+	Pods           []*Pod
+	Services       []*Service
+	ConfigMaps     []*ConfigMap
+	RuntimeClasses []*RuntimeClass
+	CSRs           []*CSR
+	Installations  []*Installation
+	TigeraStatuses []*TigeraStatus
+	IPPools        []*IPPool
+	IPAMConfigs    []*IPAMConfiguration
+	FelixConfigs   []*FelixConfiguration
+	ClusterConfigs []*ClusterConfiguration
 	// Owners maps "Kind/namespace/name" of ReplicaSets owned by Deployments
 	// and Jobs owned by CronJobs to their owner, so a pod is reported under
 	// the controller a user wrote.

@@ -131,20 +131,22 @@ type Volume struct {
 
 // PodSpec is the part of a pod spec the checks read.
 type PodSpec struct {
-	NodeName              string            `json:"nodeName,omitempty"`
-	NodeSelector          map[string]string `json:"nodeSelector,omitempty"`
-	Affinity              *Affinity         `json:"affinity,omitempty"`
-	Tolerations           []Toleration      `json:"tolerations,omitempty"`
-	RuntimeClassName      *string           `json:"runtimeClassName,omitempty"`
-	OS                    *struct{ Name string `json:"name"` } `json:"os,omitempty"`
-	SecurityContext       Fields            `json:"securityContext,omitempty"`
-	HostPID               bool              `json:"hostPID,omitempty"`
-	HostIPC               bool              `json:"hostIPC,omitempty"`
-	HostUsers             *bool             `json:"hostUsers,omitempty"`
-	ShareProcessNamespace *bool             `json:"shareProcessNamespace,omitempty"`
-	Containers            []Container       `json:"containers,omitempty"`
-	InitContainers        []Container       `json:"initContainers,omitempty"`
-	Volumes               []Volume          `json:"volumes,omitempty"`
+	NodeName         string            `json:"nodeName,omitempty"`
+	NodeSelector     map[string]string `json:"nodeSelector,omitempty"`
+	Affinity         *Affinity         `json:"affinity,omitempty"`
+	Tolerations      []Toleration      `json:"tolerations,omitempty"`
+	RuntimeClassName *string           `json:"runtimeClassName,omitempty"`
+	OS               *struct {
+		Name string `json:"name"`
+	} `json:"os,omitempty"`
+	SecurityContext       Fields      `json:"securityContext,omitempty"`
+	HostPID               bool        `json:"hostPID,omitempty"`
+	HostIPC               bool        `json:"hostIPC,omitempty"`
+	HostUsers             *bool       `json:"hostUsers,omitempty"`
+	ShareProcessNamespace *bool       `json:"shareProcessNamespace,omitempty"`
+	Containers            []Container `json:"containers,omitempty"`
+	InitContainers        []Container `json:"initContainers,omitempty"`
+	Volumes               []Volume    `json:"volumes,omitempty"`
 }
 
 // OSName returns spec.os.name ("" when unset).
