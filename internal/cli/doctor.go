@@ -35,7 +35,7 @@ func (f *auditFlags) register(cmd *cobra.Command) {
 // options validates the flags and builds the engine's options.
 func (f *auditFlags) options() (checks.Options, error) {
 	opts := checks.Options{Only: f.only, Skip: f.skip}
-	if !contains(report.Formats(), f.output) {
+	if !oneOf(report.Formats(), f.output) {
 		return opts, Usagef("--output %q: want one of %s", f.output, strings.Join(report.Formats(), ", "))
 	}
 	switch f.failOn {
@@ -60,7 +60,7 @@ func (f *auditFlags) options() (checks.Options, error) {
 	return opts, nil
 }
 
-func contains(xs []string, s string) bool {
+func oneOf(xs []string, s string) bool {
 	for _, x := range xs {
 		if x == s {
 			return true

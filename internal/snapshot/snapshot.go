@@ -373,10 +373,32 @@ func (s *Snapshot) Sort() {
 }
 
 // dottedHost matches host names of the form name.namespace (optionally
-// followed by .svc), standing alone or after a scheme, with an optional
-// port: the form the Windows DNS client never completes with search
-// suffixes.
-var dottedHost = regexp.MustCompile(`(?:^|[^A-Za-z0-9.\-_@])([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?\.[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?(?:\.svc)?)(?::[0-9]{1,5})?(?:$|[/\s"',;?#)\]])`)
+// followed by .svc), standing alone or after a scheme: the form the Windows
+// DNS client never completes with search suffixes. What follows the match is
+// checked by hostEnds.
+var dottedHost = regexp.MustCompile(`(?:^|[^A-Za-z0-9.\-_@])([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?\.[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?(?:\.svc)?)`)
+
+// hostEnds reports whether rest (what follows a candidate host) ends the
+// host name: nothing, a separator, or a port followed by either.
+func hostEnds(rest string) bool {
+	if rest == "" {
+		return true
+	}
+	if rest[0] == ':' {
+		i := 1
+		for i < len(rest) && i <= 5 && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if i == 1 {
+			return false
+		}
+		rest = rest[i:]
+		if rest == "" {
+			return true
+		}
+	}
+	return strings.ContainsRune("/ \t\r\n\"',;?#)]}", rune(rest[0]))
+}
 
 // DottedHosts returns the candidate dotted short host names in s.
 func DottedHosts(s string) []string {
@@ -384,8 +406,10 @@ func DottedHosts(s string) []string {
 		return nil
 	}
 	var out []string
-	for _, m := range dottedHost.FindAllStringSubmatch(s, -1) {
-		out = append(out, m[1])
+	for _, m := range dottedHost.FindAllStringSubmatchIndex(s, -1) {
+		if hostEnds(s[m[3]:]) {
+			out = append(out, s[m[2]:m[3]])
+		}
 	}
 	return out
 }
