@@ -17,8 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"sigs.k8s.io/yaml"
 )
 
 // Stdin is the path that names standard input.
@@ -58,7 +56,9 @@ type doc struct {
 // they are, wrapped with the path.
 func LoadFiles(ctx context.Context, paths []string, stdin io.Reader) (*Snapshot, error) {
 	s := New()
-	var docs []doc
+	// Files are parsed one at a time (their documents on all CPUs), so
+	// memory holds one file's text, not the whole input's.
+	var errs []error
 	for _, p := range paths {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -68,7 +68,7 @@ func LoadFiles(ctx context.Context, paths []string, stdin io.Reader) (*Snapshot,
 			if err != nil {
 				return nil, fmt.Errorf("read stdin: %w", err)
 			}
-			docs = append(docs, splitDocs("<stdin>", b)...)
+			errs = append(errs, s.addDocs(ctx, splitDocs("<stdin>", b))...)
 			continue
 		}
 		files, err := expand(p)
@@ -80,10 +80,9 @@ func LoadFiles(ctx context.Context, paths []string, stdin io.Reader) (*Snapshot,
 			if err != nil {
 				return nil, fmt.Errorf("read %s: %w", f, err)
 			}
-			docs = append(docs, splitDocs(f, b)...)
+			errs = append(errs, s.addDocs(ctx, splitDocs(f, b))...)
 		}
 	}
-	errs := s.addDocs(ctx, docs)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -156,7 +155,7 @@ func (s *Snapshot) addDocs(ctx context.Context, docs []doc) []error {
 	return out
 }
 
-var yamlLine = regexp.MustCompile(`^(?:error converting YAML to JSON: )?yaml: line (\d+): (.*)$`)
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // addDoc decodes one document (a single object or a List) and adds it.
 func (s *Snapshot) addDoc(d doc) error {
@@ -165,7 +164,7 @@ func (s *Snapshot) addDoc(d doc) error {
 	}
 	data := d.data
 	if !d.json {
-		j, err := yaml.YAMLToJSON(data)
+		j, err := yamlToJSON(data)
 		if err != nil {
 			line, msg := d.line, err.Error()
 			if m := yamlLine.FindStringSubmatch(msg); m != nil {
@@ -200,7 +199,10 @@ func (s *Snapshot) addDoc(d doc) error {
 		}
 		return nil
 	}
-	if err := s.Add(data, src); err != nil {
+	if head.Kind == "" || head.APIVersion == "" {
+		return &ParseError{File: d.file, Line: d.line, Err: fmt.Errorf("%s %s: object has no apiVersion or kind", orUnknown(head.Kind), nameOf(data))}
+	}
+	if err := s.AddKind(KindOf(head.APIVersion, head.Kind), head.APIVersion, head.Kind, data, src); err != nil {
 		return &ParseError{File: d.file, Line: d.line, Err: fmt.Errorf("%s %s: %w", orUnknown(head.Kind), nameOf(data), err)}
 	}
 	return nil

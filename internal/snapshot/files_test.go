@@ -60,7 +60,7 @@ func TestLoadFilesErrors(t *testing.T) {
 	cases := []struct {
 		name, content, want string
 	}{
-		{"bad.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: [unclosed\n", "bad.yaml:8:"},
+		{"bad.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: [unclosed\n", "bad.yaml:7: did not find expected"},
 		{"type.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: a}\nstatus: {capacity: {pods: lots}}\n", "type.yaml:1: Node a:"},
 		{"nokind.yaml", "metadata: {name: a}\n", "nokind.yaml:1: object a: object has no apiVersion or kind"},
 		{"scalar.yaml", "just a string\n", "scalar.yaml:1: not a Kubernetes object"},
