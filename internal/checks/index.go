@@ -22,6 +22,8 @@ type Index struct {
 	configMaps     map[string]*snapshot.ConfigMap
 	// pods by their top controller, "Kind/namespace/name".
 	podsByController map[string][]*snapshot.Pod
+	// placed are all pods, owned and bare, in the slim form.
+	placed []*snapshot.Pod
 	clusterConfig    *snapshot.ClusterConfiguration
 }
 
@@ -51,6 +53,13 @@ func NewIndex(s *snapshot.Snapshot) *Index {
 	for _, p := range s.Pods {
 		k := x.controllerKey(p.Namespace, p.Owner)
 		x.podsByController[k] = append(x.podsByController[k], p)
+		x.placed = append(x.placed, p)
+	}
+	for _, w := range s.Workloads {
+		if w.Pod != nil {
+			x.placed = append(x.placed, &snapshot.Pod{Namespace: w.Meta.Namespace, Name: w.Meta.Name,
+				NodeName: w.Template.Spec.NodeName, App: w.Template.Metadata.Labels["k8s-app"], Status: *w.Pod})
+		}
 	}
 	if len(s.ClusterConfigs) > 0 {
 		x.clusterConfig = s.ClusterConfigs[0]
@@ -67,6 +76,9 @@ func (x *Index) controllerKey(ns string, o snapshot.OwnerRef) string {
 	}
 	return key
 }
+
+// AllPods returns every pod, owned by a controller or bare, in slim form.
+func (x *Index) AllPods() []*snapshot.Pod { return x.placed }
 
 // PodsOf returns the pods controlled by a workload.
 func (x *Index) PodsOf(w *snapshot.Workload) []*snapshot.Pod {

@@ -95,7 +95,7 @@ func nodeNetworkNotReady(c *Ctx) {
 			app = "calico-node-windows"
 		}
 		var pods []string
-		for _, p := range c.S.Pods {
+		for _, p := range c.AllPods() {
 			if p.NodeName == n.Meta.Name && p.App == app {
 				s := p.Namespace + "/" + p.Name
 				if w := p.Status.WaitingReason(); w != "" {
@@ -234,7 +234,7 @@ func linuxWorkersForWindows(c *Ctx) {
 func corednsSingleNode(c *Ctx) {
 	nodes := map[string]bool{}
 	n := 0
-	for _, p := range c.S.Pods {
+	for _, p := range c.AllPods() {
 		if p.Namespace == "kube-system" && p.App == "kube-dns" && p.NodeName != "" {
 			nodes[p.NodeName] = true
 			n++
