@@ -56,7 +56,25 @@ func run(dir string, nNodes, nPods, perFile int) error {
 	}
 	nWin := nNodes / 10
 	nLinux := nNodes - nWin
-	f, err := create(dir, "cluster.yaml")
+	// Namespaces with their default ServiceAccount (the test API server
+	// runs no controller that would create it).
+	f, err := create(dir, "00-namespaces.yaml")
+	if err != nil {
+		return err
+	}
+	for _, ns := range []string{"tigera-operator", "calico-system", "kube-system"} {
+		if ns != "kube-system" {
+			fmt.Fprintf(f.w, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {pod-security.kubernetes.io/enforce: privileged}}\n", ns)
+		}
+		fmt.Fprintf(f.w, "---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: default, namespace: %s}\n", ns)
+	}
+	for i := 0; i < 50; i++ {
+		fmt.Fprintf(f.w, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: team-%d}\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: default, namespace: team-%d}\n", i, i)
+	}
+	if err := f.close(); err != nil {
+		return err
+	}
+	f, err = create(dir, "cluster.yaml")
 	if err != nil {
 		return err
 	}
