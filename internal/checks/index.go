@@ -23,8 +23,8 @@ type Index struct {
 	// pods by their top controller, "Kind/namespace/name".
 	podsByController map[string][]*snapshot.Pod
 	// placed are all pods, owned and bare, in the slim form.
-	placed []*snapshot.Pod
-	clusterConfig    *snapshot.ClusterConfiguration
+	placed        []*snapshot.Pod
+	clusterConfig *snapshot.ClusterConfiguration
 }
 
 // NewIndex builds the lookups.
