@@ -24,6 +24,9 @@ type Streams struct {
 // adding one line here: there is no init() registration.
 func commands(s Streams) []*cobra.Command {
 	return []*cobra.Command{
+		newInitCmd(s),
+		newPlanCmd(s),
+		newRenderCmd(s),
 		newVersionCmd(s),
 		newDoctorCmd(s),
 		newLintCmd(s),

@@ -1,0 +1,10 @@
+// Package examples embeds the example cluster specs so that `hybridctl init`
+// writes exactly the file the repository ships.
+package examples
+
+import _ "embed"
+
+// Lab is examples/lab.yaml: the guide's lab.
+//
+//go:embed lab.yaml
+var Lab []byte

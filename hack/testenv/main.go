@@ -1,0 +1,250 @@
+// Command testenv-build builds the Kubernetes control-plane binaries that
+// internal/testenv runs, from the k8s.io/kubernetes module at the version this
+// module requires, into a cache directory keyed by version. It is run by
+// hack/testenv/testenv (build, path); see docs/testenv.md.
+//
+//	go -C hack/testenv run . build [--all] [NAME...]
+//	go -C hack/testenv run . path NAME
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// version is the Kubernetes release built; it must match the
+// k8s.io/kubernetes requirement in go.mod and testenv.KubernetesVersion in
+// the main module (TestVersionsAgree checks both).
+const version = "v1.37.2"
+
+// binaries are the buildable commands, in build order. The default set is
+// what internal/testenv needs; --all adds the rest.
+var binaries = []struct {
+	name    string
+	pkg     string
+	deflt   bool
+	purpose string
+}{
+	{"kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver", true, "the API server every testenv runs"},
+	{"kubeadm", "k8s.io/kubernetes/cmd/kubeadm", true, "validates rendered kubeadm configuration"},
+	{"kube-controller-manager", "k8s.io/kubernetes/cmd/kube-controller-manager", false, "controllers, on request"},
+	{"kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler", false, "scheduling, on request"},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	var usage usageError
+	switch {
+	case err == nil:
+	case errors.As(err, &usage):
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ msg string }
+
+func (u usageError) Error() string { return u.msg }
+
+const usageText = `usage:
+  testenv build [--all] [NAME...]   build (or reuse from the cache) kube-apiserver and kubeadm,
+                                    --all: also kube-controller-manager and kube-scheduler
+  testenv path NAME                 print the path of a built binary
+  testenv run [--calico] [--load DIR]... -- CMD ARGS...
+                                    run CMD against a fresh etcd + kube-apiserver
+cache: $HYBRIDCTL_TESTENV_BIN, else ${HYBRIDCTL_TESTENV_CACHE:-<user cache dir>/hybridctl/testenv}/` + version + `
+`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"no command\n" + usageText}
+	}
+	switch args[0] {
+	case "build":
+		fs := flag.NewFlagSet("build", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		all := fs.Bool("all", false, "also build kube-controller-manager and kube-scheduler")
+		if err := fs.Parse(args[1:]); err != nil {
+			return usageError{err.Error()}
+		}
+		names, err := selectBinaries(*all, fs.Args())
+		if err != nil {
+			return err
+		}
+		dir, err := binDir()
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if err := build(ctx, dir, n, stderr); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "path":
+		if len(args) != 2 {
+			return usageError{"path takes one binary name\n" + usageText}
+		}
+		if _, err := pkgOf(args[1]); err != nil {
+			return err
+		}
+		dir, err := binDir()
+		if err != nil {
+			return err
+		}
+		p := filepath.Join(dir, args[1])
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("%s is not built (%w): run hack/testenv/testenv build %s", args[1], err, args[1])
+		}
+		_, err = fmt.Fprintln(stdout, p)
+		return err
+	case "-h", "--help", "help":
+		_, err := io.WriteString(stdout, usageText)
+		return err
+	default:
+		return usageError{fmt.Sprintf("unknown command %q\n%s", args[0], usageText)}
+	}
+}
+
+func selectBinaries(all bool, names []string) ([]string, error) {
+	if len(names) > 0 {
+		for _, n := range names {
+			if _, err := pkgOf(n); err != nil {
+				return nil, err
+			}
+		}
+		return names, nil
+	}
+	var out []string
+	for _, b := range binaries {
+		if all || b.deflt {
+			out = append(out, b.name)
+		}
+	}
+	return out, nil
+}
+
+func pkgOf(name string) (string, error) {
+	for _, b := range binaries {
+		if b.name == name {
+			return b.pkg, nil
+		}
+	}
+	var known []string
+	for _, b := range binaries {
+		known = append(known, b.name)
+	}
+	return "", usageError{fmt.Sprintf("unknown binary %q (known: %s)", name, strings.Join(known, ", "))}
+}
+
+// binDir mirrors testenv.BinDir in the main module.
+func binDir() (string, error) {
+	if d := os.Getenv("HYBRIDCTL_TESTENV_BIN"); d != "" {
+		return d, nil
+	}
+	root := os.Getenv("HYBRIDCTL_TESTENV_CACHE")
+	if root == "" {
+		c, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("locate the cache (set HYBRIDCTL_TESTENV_CACHE): %w", err)
+		}
+		root = filepath.Join(c, "hybridctl", "testenv")
+	}
+	return filepath.Join(root, version), nil
+}
+
+// ldflags sets the version the binaries report, as the Kubernetes release
+// build does; without it they report v0.0.0-master.
+func ldflags() string {
+	major, minor, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	return strings.Join([]string{
+		"-X k8s.io/component-base/version.gitVersion=" + version,
+		"-X k8s.io/component-base/version.gitMajor=" + major,
+		"-X k8s.io/component-base/version.gitMinor=" + minor,
+		"-X k8s.io/component-base/version.gitTreeState=clean",
+	}, " ")
+}
+
+// stamp identifies a build; a binary whose stamp file matches is reused.
+func stamp(pkg string) string {
+	return fmt.Sprintf("package=%s\nversion=%s\ngo=%s\nldflags=%s\n", pkg, version, runtime.Version(), ldflags())
+}
+
+// build builds one binary into dir unless its stamp shows it is there
+// already. It builds into a temporary name in dir and renames, so an
+// interrupted build never leaves a half-written binary under the real name.
+func build(ctx context.Context, dir, name string, log io.Writer) error {
+	pkg, err := pkgOf(name)
+	if err != nil {
+		return err
+	}
+	bin := filepath.Join(dir, name)
+	stampPath := bin + ".stamp"
+	want := stamp(pkg)
+	if got, err := os.ReadFile(stampPath); err == nil && string(got) == want {
+		if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() {
+			fmt.Fprintf(log, "testenv: %s %s: cached at %s\n", name, version, bin)
+			return nil
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+name+".build-")
+	if err != nil {
+		return fmt.Errorf("build %s: %w", name, err)
+	}
+	tmpName := tmp.Name()
+	_ = tmp.Close()
+	defer os.Remove(tmpName) // no-op after the rename
+
+	fmt.Fprintf(log, "testenv: building %s %s (%s) ...\n", name, version, pkg)
+	began := time.Now()
+	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", ldflags(), "-o", tmpName, pkg)
+	cmd.Stdout = log
+	cmd.Stderr = log
+	cmd.Env = append(os.Environ(), "GOFLAGS="+withoutBuildVCS(os.Getenv("GOFLAGS")))
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("build %s: go build %s: %w", name, pkg, err)
+	}
+	if err := os.Chmod(tmpName, 0o755); err != nil {
+		return fmt.Errorf("build %s: %w", name, err)
+	}
+	if err := os.Rename(tmpName, bin); err != nil {
+		return fmt.Errorf("build %s: %w", name, err)
+	}
+	if err := os.WriteFile(stampPath, []byte(want), 0o644); err != nil {
+		return fmt.Errorf("build %s: write stamp: %w", name, err)
+	}
+	fmt.Fprintf(log, "testenv: built %s in %s\n", bin, time.Since(began).Round(time.Second))
+	return nil
+}
+
+// withoutBuildVCS adds -buildvcs=false: the module is built from the module
+// cache, and stamping this repository's VCS state would only make builds
+// differ between checkouts.
+func withoutBuildVCS(goflags string) string {
+	f := strings.Fields(goflags)
+	if slices.ContainsFunc(f, func(s string) bool { return strings.HasPrefix(s, "-buildvcs") }) {
+		return goflags
+	}
+	return strings.TrimSpace(goflags + " -buildvcs=false")
+}

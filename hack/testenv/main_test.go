@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestVersionMatchesGoMod(t *testing.T) {
+	gomod, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^\s*(require\s+)?k8s\.io/kubernetes (v\S+)`)
+	m := re.FindSubmatch(gomod)
+	if m == nil || string(m[2]) != version {
+		t.Fatalf("go.mod requires k8s.io/kubernetes %q, the builder says %q", m, version)
+	}
+	// Every staging module is replaced at the matching v0 version.
+	staging := "v0." + strings.TrimPrefix(version, "v1.")
+	for _, line := range regexp.MustCompile(`(?m)^\s*k8s\.io/(\S+) => k8s\.io/\S+ (\S+)$`).FindAllSubmatch(gomod, -1) {
+		if string(line[2]) != staging {
+			t.Errorf("replace k8s.io/%s => %s, want %s", line[1], line[2], staging)
+		}
+	}
+}
+
+func TestLdflagsSetVersion(t *testing.T) {
+	got := ldflags()
+	for _, want := range []string{
+		"-X k8s.io/component-base/version.gitVersion=v1.37.2",
+		"-X k8s.io/component-base/version.gitMajor=1",
+		"-X k8s.io/component-base/version.gitMinor=37",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("ldflags %q lack %q", got, want)
+		}
+	}
+}
+
+func TestBuildReusesStampedBinary(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HYBRIDCTL_TESTENV_BIN", dir)
+	bin := filepath.Join(dir, "kubeadm")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin+".stamp", []byte(stamp("k8s.io/kubernetes/cmd/kubeadm")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// PATH without go: a rebuild would fail, so success means reuse.
+	t.Setenv("PATH", t.TempDir())
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"build", "kubeadm"}, &stdout, &stderr); err != nil {
+		t.Fatalf("build with a current stamp: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "cached") {
+		t.Errorf("build did not report the cache: %q", stderr.String())
+	}
+	stdout.Reset()
+	if err := run(context.Background(), []string{"path", "kubeadm"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(stdout.String()) != bin {
+		t.Errorf("path kubeadm = %q, want %q", stdout.String(), bin)
+	}
+
+	// A stale stamp (another version or Go) means a rebuild, which fails
+	// here without go on PATH — and leaves the old binary in place.
+	if err := os.WriteFile(bin+".stamp", []byte("version=v1.0.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), []string{"build", "kubeadm"}, &stdout, &stderr); err == nil {
+		t.Fatal("build with a stale stamp and no go: want an error")
+	}
+	if b, err := os.ReadFile(bin); err != nil || string(b) != "#!/bin/sh\n" {
+		t.Errorf("failed rebuild touched the binary: %q %v", b, err)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, ".kubeadm.build-*"))
+	if len(left) > 0 {
+		t.Errorf("failed rebuild left temporary files: %v", left)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{nil, {"frobnicate"}, {"path"}, {"path", "kubectl"}, {"build", "etcd"}} {
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), args, &stdout, &stderr)
+		var u usageError
+		if !errors.As(err, &u) {
+			t.Errorf("run %q: err = %v, want a usage error", args, err)
+		}
+	}
+}

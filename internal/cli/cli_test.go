@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hybridctl/hybridctl/examples"
+)
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func run(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), args, strings.NewReader(stdin), &out, &errOut)
+	return result{code, out.String(), errOut.String()}
+}
+
+const lab = "../../examples/lab.yaml"
+
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte(strings.Replace(string(examples.Lab), "name: k8s-lab-win-1", "name: k8s-lab-windows-01", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		in   string // substring of stdout+stderr
+	}{
+		{"plan lab", []string{"plan", "-f", lab}, 0, "TOPOLOGY"},
+		{"plan invalid spec", []string{"plan", "-f", bad}, 1, `bad.yaml:84: spec.nodes[3].name: "k8s-lab-windows-01" is 18 characters; a Windows computer name is at most 15`},
+		{"plan missing file", []string{"plan", "-f", filepath.Join(dir, "nope.yaml")}, 3, "no such file"},
+		{"plan without -f", []string{"plan"}, 2, "-f/--filename is required"},
+		{"plan bad output", []string{"plan", "-f", lab, "-o", "xml"}, 2, `unknown output format "xml"`},
+		{"unknown flag", []string{"plan", "--frobnicate"}, 2, "unknown flag"},
+		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{"extra argument", []string{"plan", "-f", lab, "extra"}, 2, "takes no arguments"},
+		{"version", []string{"version"}, 0, "hybridctl"},
+		{"completion", []string{"completion", "bash"}, 0, "bash completion"},
+		{"completion without shell", []string{"completion"}, 2, "exactly one shell"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := run(t, "", c.args...)
+			if r.code != c.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, c.code, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stdout+r.stderr, c.in) {
+				t.Errorf("output lacks %q\nstdout: %s\nstderr: %s", c.in, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+func TestPlanJSONContract(t *testing.T) {
+	r := run(t, "", "plan", "-f", lab, "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var p struct {
+		Cluster   string `json:"cluster"`
+		APIServer struct {
+			ServiceIP string `json:"serviceIP"`
+		} `json:"apiServer"`
+		DNSServiceIP string `json:"dnsServiceIP"`
+		PodNetwork   struct {
+			CIDR              string `json:"cidr"`
+			BlockSize         int    `json:"blockSize"`
+			AddressesPerBlock int    `json:"addressesPerBlock"`
+		} `json:"podNetwork"`
+		VXLAN struct {
+			VNI    int `json:"vni"`
+			Port   int `json:"port"`
+			PodMTU int `json:"podMTU"`
+		} `json:"vxlan"`
+		Nodes []struct {
+			Name, OS, Role, Address, RuntimeClass string
+			MaxPods                               int
+			Taints                                []map[string]string
+		} `json:"nodes"`
+		Warnings []struct{ Check, Path, Message string } `json:"warnings"`
+	}
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	if err := dec.Decode(&p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Cluster != "lab" || p.APIServer.ServiceIP != "10.96.0.1" || p.DNSServiceIP != "10.96.0.10" ||
+		p.PodNetwork.AddressesPerBlock != 64 || p.VXLAN.VNI != 4096 || p.VXLAN.Port != 4789 || p.VXLAN.PodMTU != 1450 {
+		t.Errorf("plan JSON = %+v", p)
+	}
+	w := p.Nodes[3]
+	if w.Name != "k8s-lab-win-1" || w.MaxPods != 60 || w.RuntimeClass != "windows-2025" || w.OS != "windows" || w.Role != "worker" || w.Address != "192.168.10.25" {
+		t.Errorf("windows node = %+v", w)
+	}
+}
+
+func TestPlanStdinAndYAML(t *testing.T) {
+	r := run(t, string(examples.Lab), "plan", "-f", "-", "-o", "yaml")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"blockSize: 26", "natOutgoing: true", "port: 22", "user: Administrator", "build: 10.0.26100"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("effective spec lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	// The effective spec is itself a valid spec that plans the same.
+	again := run(t, r.stdout, "plan", "-f", "-", "-o", "json")
+	first := run(t, "", "plan", "-f", lab, "-o", "json")
+	if again.code != 0 || again.stdout != first.stdout {
+		t.Errorf("the effective spec does not plan like the original (exit %d): %s", again.code, again.stderr)
+	}
+}
+
+func TestInit(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "cluster.yaml")
+	if r := run(t, "", "init", "-o", out); r.code != 0 {
+		t.Fatalf("init: exit %d: %s", r.code, r.stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil || !bytes.Equal(b, examples.Lab) {
+		t.Fatalf("init wrote %d bytes (err %v), want examples/lab.yaml", len(b), err)
+	}
+	if err := os.WriteFile(out, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, "", "init", "-o", out)
+	if r.code != 1 || !strings.Contains(r.stderr, "already exists; use --force") {
+		t.Errorf("init over an existing file: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "mine" {
+		t.Errorf("init overwrote the file without --force")
+	}
+	if r := run(t, "", "init", "-o", out, "--force"); r.code != 0 {
+		t.Errorf("init --force: exit %d", r.code)
+	}
+	if b, _ := os.ReadFile(out); !bytes.Equal(b, examples.Lab) {
+		t.Errorf("init --force did not overwrite")
+	}
+	if r := run(t, "", "init", "-o", "-"); r.stdout != string(examples.Lab) {
+		t.Errorf("init -o - printed something else")
+	}
+	// What init writes plans cleanly.
+	if r := run(t, "", "plan", "-f", out); r.code != 0 {
+		t.Errorf("plan of the init spec: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// TestExampleIsTheEmbeddedSpec keeps examples/lab.yaml and what init writes
+// the same file.
+func TestExampleIsTheEmbeddedSpec(t *testing.T) {
+	b, err := os.ReadFile(lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, examples.Lab) {
+		t.Fatal("examples/lab.yaml differs from the embedded copy")
+	}
+}

@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"encoding/json"
+
+	"github.com/hybridctl/hybridctl/internal/plan"
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+)
+
+type planOptions struct {
+	spec   specFlags
+	output string
+}
+
+func newPlanCmd(s Streams) *cobra.Command {
+	o := &planOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan -f cluster.yaml",
+		Short: "Validate a cluster spec and print its address plan, ports, DNS records and topology",
+		Long: `Validate a cluster spec and print what hybridctl derives from it: the node
+table (max pods, RuntimeClass, taints), the pod, service and node networks
+(API service IP, DNS service IP, blocks), the VXLAN overlay and pod MTU,
+the Calico manifests that apply, the ports to open, the DNS records to
+create, warnings and a topology diagram. plan touches nothing.
+
+Every problem in the spec is reported at once, one per line, with its file,
+line and field path:
+
+  cluster.yaml:42: spec.nodes[3].name: "k8s-lab-windows-01" is 18 characters; a Windows computer name is at most 15 [S301 windows-computer-name]
+
+Exit codes: 0 the spec is valid (warnings may be printed); 1 the spec is
+invalid; 2 usage error; 3 the file could not be read.`,
+		Example: `  # The guide's lab
+  hybridctl plan -f examples/lab.yaml
+
+  # For scripts: the derived numbers as JSON
+  hybridctl plan -f cluster.yaml -o json | jq '.nodes[] | {name, maxPods, runtimeClass}'
+
+  # The effective spec, with every default filled in
+  hybridctl plan -f cluster.yaml -o yaml`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch o.output {
+			case "table", "json", "yaml":
+			default:
+				return Usagef("unknown output format %q: want table, json or yaml", o.output)
+			}
+			r, err := o.spec.load(cmd.Context(), s.In, s.Err)
+			if err != nil {
+				return err
+			}
+			if o.output == "yaml" {
+				enc := yaml.NewEncoder(s.Out)
+				enc.SetIndent(2)
+				if err := enc.Encode(r.Cluster); err != nil {
+					return Incomplete(err)
+				}
+				return enc.Close()
+			}
+			p, err := plan.Derive(r.Cluster, r.Diagnostics)
+			if err != nil {
+				return Problem(err)
+			}
+			if o.output == "json" {
+				enc := json.NewEncoder(s.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(p)
+			}
+			return p.WriteText(s.Out)
+		},
+	}
+	o.spec.add(cmd)
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml (the effective spec with defaults)")
+	return cmd
+}

@@ -1,0 +1,518 @@
+// Package plan derives everything hybridctl needs from a validated cluster
+// spec once: addresses, capacities, names, versions, ports, DNS records.
+// render and apply read only the plan. A Plan is plain data; Derive is pure.
+package plan
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/hybridctl/hybridctl/internal/spec"
+)
+
+// Well-known values of Calico's VXLAN that Windows requires.
+const (
+	VXLANVNI      = 4096
+	VXLANPort     = 4789
+	VXLANOverhead = 50
+	IPIPOverhead  = 20
+	// LinuxMaxPods is the kubelet's default pod capacity.
+	LinuxMaxPods = 110
+	// WindowsTaintKey/Value: the taint every Windows node registers with.
+	WindowsTaintKey   = "os"
+	WindowsTaintValue = "windows"
+	// ControlPlaneTaintKey is kubeadm's control-plane taint.
+	ControlPlaneTaintKey = "node-role.kubernetes.io/control-plane"
+	// WindowsRuntimeHandler is containerd's process-isolation handler.
+	WindowsRuntimeHandler = "runhcs-wcow-process"
+)
+
+// Plan is the derived cluster plan. Its JSON form is `hybridctl plan -o json`
+// (design §5): field names are a contract.
+type Plan struct {
+	Cluster              string     `json:"cluster"`
+	KubernetesVersion    string     `json:"kubernetesVersion"`
+	KubernetesMinor      string     `json:"kubernetesMinor"`
+	ControlPlaneEndpoint string     `json:"controlPlaneEndpoint"`
+	APIServer            APIServer  `json:"apiServer"`
+	DNSServiceIP         string     `json:"dnsServiceIP"`
+	DNSDomain            string     `json:"dnsDomain"`
+	DNSSuffix            string     `json:"dnsSuffix,omitempty"`
+	NodeNetwork          NodeNet    `json:"nodeNetwork"`
+	PodNetwork           PodNetwork `json:"podNetwork"`
+	ServiceNetwork       ServiceNet `json:"serviceNetwork"`
+	VXLAN                VXLAN      `json:"vxlan"`
+	Versions             Versions   `json:"versions"`
+	Calico               Calico     `json:"calico"`
+	KubeProxy            KubeProxy  `json:"kubeProxy"`
+	// SandboxImage is the pause image kubeadm of this Kubernetes minor
+	// names (kubeadm config images list); containerd's sandbox image is set
+	// to it so that kubeadm does not warn about a mismatch.
+	SandboxImage string `json:"sandboxImage"`
+	// KubernetesAptRepo is the pkgs.k8s.io Debian repository of the minor.
+	KubernetesAptRepo string         `json:"kubernetesAptRepo"`
+	Addons            []Addon        `json:"addons"`
+	Nodes             []Node         `json:"nodes"`
+	RuntimeClasses    []RuntimeClass `json:"runtimeClasses"`
+	Ports             []Port         `json:"ports"`
+	DNSRecords        []DNSRecord    `json:"dnsRecords"`
+	Warnings          []Warning      `json:"warnings"`
+}
+
+// APIServer is the API's addresses.
+type APIServer struct {
+	// Host and Port split controlPlaneEndpoint.
+	Host string `json:"host"`
+	Port int    `json:"port"`
+	// ServiceIP is the kubernetes service's ClusterIP: the first address
+	// of the service network.
+	ServiceIP string `json:"serviceIP"`
+	// CertSANs are the extra names in the API server certificate.
+	CertSANs []string `json:"certSANs"`
+}
+
+// NodeNet is the node network.
+type NodeNet struct {
+	CIDR         string   `json:"cidr"`
+	PrefixLength int      `json:"prefixLength"`
+	Gateway      string   `json:"gateway"`
+	DNSServers   []string `json:"dnsServers"`
+	NTPServers   []string `json:"ntpServers"`
+	MTU          int      `json:"mtu"`
+}
+
+// PodNetwork is Calico's IP pool and its blocks.
+type PodNetwork struct {
+	CIDR              string `json:"cidr"`
+	BlockSize         int    `json:"blockSize"`
+	AddressesPerBlock int    `json:"addressesPerBlock"`
+	Blocks            int    `json:"blocks"`
+	// WindowsMaxPods is addressesPerBlock - 4: Calico on Windows holds one
+	// block and reserves 4 addresses in it.
+	WindowsMaxPods int  `json:"windowsMaxPods"`
+	NATOutgoing    bool `json:"natOutgoing"`
+}
+
+// ServiceNet is the service network.
+type ServiceNet struct {
+	CIDR      string `json:"cidr"`
+	Addresses int    `json:"addresses"`
+}
+
+// VXLAN is the overlay.
+type VXLAN struct {
+	Enabled bool `json:"enabled"`
+	VNI     int  `json:"vni"`
+	Port    int  `json:"port"`
+	NodeMTU int  `json:"nodeMTU"`
+	PodMTU  int  `json:"podMTU"`
+}
+
+// Versions are the pinned component versions.
+type Versions struct {
+	Kubernetes string `json:"kubernetes"`
+	Containerd string `json:"containerd"`
+	Crictl     string `json:"crictl"`
+	Calico     string `json:"calico"`
+}
+
+// Calico is the Installation's settings and the manifests to apply.
+type Calico struct {
+	Version        string `json:"version"`
+	LinuxDataplane string `json:"linuxDataplane"`
+	// WindowsDataplane is HNS when any node runs Windows, else empty.
+	WindowsDataplane string `json:"windowsDataplane,omitempty"`
+	Encapsulation    string `json:"encapsulation"`
+	BGP              string `json:"bgp"`
+	// CRDMode is "projectcalico.org/v3" (native CRDs) or
+	// "crd.projectcalico.org/v1" (aggregated API server).
+	CRDMode string `json:"crdMode"`
+	// CRDManifest is the file name under manifests/ of the Calico release;
+	// CRDManifestURL and OperatorManifestURL point at the release.
+	CRDManifest         string `json:"crdManifest"`
+	CRDManifestURL      string `json:"crdManifestURL"`
+	OperatorManifestURL string `json:"operatorManifestURL"`
+	IPPoolName          string `json:"ipPoolName"`
+}
+
+// KubeProxy is kube-proxy's mode per OS and its Windows image.
+type KubeProxy struct {
+	LinuxMode    string `json:"linuxMode"`
+	WindowsMode  string `json:"windowsMode,omitempty"`
+	WindowsImage string `json:"windowsImage,omitempty"`
+}
+
+// Addon is an add-on to install.
+type Addon struct {
+	Name        string `json:"name"`
+	Version     string `json:"version"`
+	ManifestURL string `json:"manifestURL"`
+}
+
+// Taint is a node taint (kept as plain data; render converts it).
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
+}
+
+func (t Taint) String() string {
+	if t.Value == "" {
+		return t.Key + ":" + t.Effect
+	}
+	return t.Key + "=" + t.Value + ":" + t.Effect
+}
+
+// Node is one node with everything derived for it.
+type Node struct {
+	Name         string `json:"name"`
+	FQDN         string `json:"fqdn"`
+	OS           string `json:"os"`
+	Role         string `json:"role"`
+	Address      string `json:"address"`
+	MaxPods      int    `json:"maxPods"`
+	RuntimeClass string `json:"runtimeClass,omitempty"`
+	// WindowsBuild and WindowsRelease are set on Windows nodes.
+	WindowsBuild   string  `json:"windowsBuild,omitempty"`
+	WindowsRelease string  `json:"windowsRelease,omitempty"`
+	Taints         []Taint `json:"taints"`
+	CRISocket      string  `json:"criSocket"`
+	SSH            SSH     `json:"ssh"`
+}
+
+// IsWindows reports whether the node runs Windows.
+func (n Node) IsWindows() bool { return n.OS == spec.OSWindows }
+
+// IsControlPlane reports whether the node is a control-plane node.
+func (n Node) IsControlPlane() bool { return n.Role == spec.RoleControlPlane }
+
+// SSH is how apply reaches the node.
+type SSH struct {
+	User string `json:"user"`
+	Host string `json:"host"`
+	Port int    `json:"port"`
+}
+
+// RuntimeClass is one RuntimeClass for one Windows build.
+type RuntimeClass struct {
+	Name     string   `json:"name"`
+	Handler  string   `json:"handler"`
+	Build    string   `json:"build"`
+	Release  string   `json:"release"`
+	ImageTag string   `json:"imageTag"`
+	Nodes    []string `json:"nodes"`
+}
+
+// Port is a port to open.
+type Port struct {
+	Port     int    `json:"port"`
+	Protocol string `json:"protocol"`
+	// On is which nodes listen: "control-plane", "all", "windows".
+	On string `json:"on"`
+	// From is who must reach it.
+	From     string `json:"from"`
+	Purpose  string `json:"purpose"`
+	Optional bool   `json:"optional,omitempty"`
+}
+
+// DNSRecord is an A record to create.
+type DNSRecord struct {
+	Name    string `json:"name"`
+	Type    string `json:"type"`
+	Address string `json:"address"`
+	Purpose string `json:"purpose"`
+}
+
+// Warning is a spec warning carried into the plan.
+type Warning struct {
+	Check   string `json:"check"`
+	Path    string `json:"path"`
+	Line    int    `json:"line,omitempty"`
+	Message string `json:"message"`
+}
+
+// Derive computes the plan of a valid, defaulted cluster spec. warnings are
+// the spec's warning diagnostics. Derive does no I/O; it returns an error
+// only when the spec was not validated first.
+func Derive(c *spec.Cluster, warnings spec.Diagnostics) (*Plan, error) {
+	s := c.Spec
+	nodeNet, err := netip.ParsePrefix(s.Network.NodeCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("spec.network.nodeCIDR: %w", err)
+	}
+	podNet, err := netip.ParsePrefix(s.Network.PodCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("spec.network.podCIDR: %w", err)
+	}
+	svcNet, err := netip.ParsePrefix(s.Network.ServiceCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("spec.network.serviceCIDR: %w", err)
+	}
+	host, port, err := spec.SplitEndpoint(s.ControlPlaneEndpoint)
+	if err != nil {
+		return nil, fmt.Errorf("spec.controlPlaneEndpoint: %w", err)
+	}
+	bs := s.Network.BlockSize
+	hasWindows := c.HasWindows()
+
+	p := &Plan{
+		Cluster:              c.Metadata.Name,
+		KubernetesVersion:    s.KubernetesVersion,
+		KubernetesMinor:      spec.KubernetesMinor(s.KubernetesVersion),
+		ControlPlaneEndpoint: s.ControlPlaneEndpoint,
+		APIServer: APIServer{
+			Host:      host,
+			Port:      port,
+			ServiceIP: nthAddr(svcNet, 1).String(),
+		},
+		DNSServiceIP: nthAddr(svcNet, 10).String(),
+		DNSDomain:    s.Network.DNSDomain,
+		DNSSuffix:    s.Network.DNSSuffix,
+		NodeNetwork: NodeNet{
+			CIDR: nodeNet.String(), PrefixLength: nodeNet.Bits(), Gateway: s.Network.Gateway,
+			DNSServers: nonNil(s.Network.DNSServers), NTPServers: nonNil(s.Network.NTPServers), MTU: s.Network.MTU,
+		},
+		PodNetwork: PodNetwork{
+			CIDR:              podNet.String(),
+			BlockSize:         bs,
+			AddressesPerBlock: 1 << (32 - bs),
+			Blocks:            1 << (bs - podNet.Bits()),
+			WindowsMaxPods:    spec.WindowsMaxPods(bs),
+			NATOutgoing:       s.Calico.NATOutgoing == nil || *s.Calico.NATOutgoing,
+		},
+		ServiceNetwork: ServiceNet{CIDR: svcNet.String(), Addresses: 1 << (32 - svcNet.Bits())},
+		VXLAN:          vxlanOf(s),
+		Versions: Versions{
+			Kubernetes: s.KubernetesVersion, Containerd: s.Containerd.Version,
+			Crictl: s.Crictl.Version, Calico: s.Calico.Version,
+		},
+		Calico:    calicoOf(c),
+		KubeProxy: KubeProxy{LinuxMode: s.KubeProxy.Mode},
+		Warnings:  []Warning{},
+	}
+	p.KubernetesAptRepo = "https://pkgs.k8s.io/core:/stable:/" + p.KubernetesMinor + "/deb/"
+	pause, known := PauseVersion(p.KubernetesMinor)
+	p.SandboxImage = "registry.k8s.io/pause:" + pause
+	if !known {
+		p.Warnings = append(p.Warnings, Warning{Check: "P001 sandbox-image", Path: "spec.kubernetesVersion",
+			Message: fmt.Sprintf("hybridctl does not know which pause image kubeadm %s names; using %s (check: kubeadm config images list --kubernetes-version %s)", p.KubernetesMinor, p.SandboxImage, s.KubernetesVersion)})
+	}
+	if hasWindows {
+		p.KubeProxy.WindowsMode = "kernelspace"
+		p.KubeProxy.WindowsImage = "sigwindowstools/kube-proxy:" + s.KubernetesVersion + "-calico-hostprocess"
+	}
+	p.Addons = addonsOf(s.Addons)
+
+	rcs := map[string]*RuntimeClass{}
+	for _, n := range s.Nodes {
+		pn := Node{
+			Name: n.Name, FQDN: fqdn(n.Name, s.Network.DNSSuffix), OS: n.OS, Role: n.Role, Address: n.Address,
+			MaxPods: LinuxMaxPods, CRISocket: "unix:///run/containerd/containerd.sock", Taints: []Taint{},
+		}
+		if n.SSH != nil {
+			pn.SSH = SSH{User: n.SSH.User, Host: n.Address, Port: n.SSH.Port}
+			if n.SSH.Host != "" {
+				pn.SSH.Host = n.SSH.Host
+			}
+		}
+		if n.Role == spec.RoleControlPlane {
+			pn.Taints = append(pn.Taints, Taint{Key: ControlPlaneTaintKey, Effect: "NoSchedule"})
+		}
+		if n.IsWindows() {
+			pn.MaxPods = spec.WindowsMaxPods(bs)
+			pn.CRISocket = "npipe:////./pipe/containerd-containerd"
+			pn.Taints = append(pn.Taints, Taint{Key: WindowsTaintKey, Value: WindowsTaintValue, Effect: "NoSchedule"})
+			if n.Windows != nil {
+				rel, ok := spec.WindowsReleaseForBuild(n.Windows.Build)
+				if !ok {
+					return nil, fmt.Errorf("node %s: unknown Windows build %q", n.Name, n.Windows.Build)
+				}
+				pn.WindowsBuild = rel.Build
+				pn.WindowsRelease = rel.Name
+				pn.RuntimeClass = rel.RuntimeClass()
+				rc := rcs[rel.Build]
+				if rc == nil {
+					rc = &RuntimeClass{Name: rel.RuntimeClass(), Handler: WindowsRuntimeHandler, Build: rel.Build, Release: rel.Name, ImageTag: rel.ImageTag}
+					rcs[rel.Build] = rc
+				}
+				rc.Nodes = append(rc.Nodes, n.Name)
+			}
+		}
+		p.Nodes = append(p.Nodes, pn)
+	}
+	p.RuntimeClasses = []RuntimeClass{}
+	for _, rel := range spec.WindowsReleases() {
+		if rc := rcs[rel.Build]; rc != nil {
+			p.RuntimeClasses = append(p.RuntimeClasses, *rc)
+		}
+	}
+	p.APIServer.CertSANs = certSANs(host, p.Nodes)
+	p.Ports = portsOf(hasWindows, port, s.Calico)
+	p.DNSRecords = dnsRecordsOf(p, host)
+	for _, w := range warnings.Warnings() {
+		p.Warnings = append(p.Warnings, Warning{Check: w.Rule + " " + w.Name, Path: w.Path, Line: w.Line, Message: w.Message})
+	}
+	return p, nil
+}
+
+// pauseVersions is the pause image tag kubeadm names per Kubernetes minor
+// (constants.PauseVersion in cmd/kubeadm/app/constants). v1.37 is read from
+// k8s.io/kubernetes@v1.37.2; v1.34 and v1.35 from those releases (3.10.1).
+// A minor not listed gets the newest tag and a plan warning.
+func pauseVersions() []struct{ minor, pause string } {
+	return []struct{ minor, pause string }{
+		{"v1.34", "3.10.1"},
+		{"v1.35", "3.10.1"},
+		{"v1.37", "3.10.2"},
+	}
+}
+
+// PauseVersion returns the pause image tag kubeadm of a minor ("v1.37")
+// names. For a minor it does not know it returns the newest known tag and
+// false.
+func PauseVersion(minor string) (string, bool) {
+	pvs := pauseVersions()
+	for _, pv := range pvs {
+		if pv.minor == minor {
+			return pv.pause, true
+		}
+	}
+	return pvs[len(pvs)-1].pause, false
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func fqdn(name, suffix string) string {
+	if suffix == "" {
+		return name
+	}
+	return name + "." + suffix
+}
+
+// nthAddr returns the n-th address of a prefix (n=1 is the first host).
+func nthAddr(p netip.Prefix, n int) netip.Addr {
+	a := p.Masked().Addr()
+	for i := 0; i < n; i++ {
+		a = a.Next()
+	}
+	return a
+}
+
+func vxlanOf(s spec.ClusterSpec) VXLAN {
+	v := VXLAN{VNI: VXLANVNI, Port: VXLANPort, NodeMTU: s.Network.MTU, PodMTU: s.Network.MTU}
+	switch {
+	case strings.HasPrefix(s.Calico.Encapsulation, "VXLAN"):
+		v.Enabled = true
+		v.PodMTU = s.Network.MTU - VXLANOverhead
+	case strings.HasPrefix(s.Calico.Encapsulation, "IPIP"):
+		v.PodMTU = s.Network.MTU - IPIPOverhead
+	}
+	return v
+}
+
+// calicoOf picks the CRD manifest: Calico from v3.33 on Kubernetes from 1.36
+// installs native projectcalico.org/v3 CRDs (v3_projectcalico_org.yaml);
+// older combinations keep crd.projectcalico.org/v1 behind the aggregated
+// API server (operator-crds.yaml).
+func calicoOf(c *spec.Cluster) Calico {
+	s := c.Spec
+	base := "https://raw.githubusercontent.com/projectcalico/calico/" + s.Calico.Version + "/manifests/"
+	cal := Calico{
+		Version: s.Calico.Version, LinuxDataplane: s.Calico.LinuxDataplane,
+		Encapsulation: s.Calico.Encapsulation, BGP: s.Calico.BGP,
+		CRDMode: "crd.projectcalico.org/v1", CRDManifest: "operator-crds.yaml",
+		OperatorManifestURL: base + "tigera-operator.yaml",
+		IPPoolName:          "default-ipv4-ippool",
+	}
+	if c.HasWindows() {
+		cal.WindowsDataplane = "HNS"
+	}
+	if versionAtLeast(s.Calico.Version, 3, 33) && versionAtLeast(s.KubernetesVersion, 1, 36) {
+		cal.CRDMode = "projectcalico.org/v3"
+		cal.CRDManifest = "v3_projectcalico_org.yaml"
+	}
+	cal.CRDManifestURL = base + cal.CRDManifest
+	return cal
+}
+
+func versionAtLeast(v string, major, minor int) bool {
+	var ma, mi, pa int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(v, "v"), "%d.%d.%d", &ma, &mi, &pa); err != nil {
+		return false
+	}
+	return ma > major || (ma == major && mi >= minor)
+}
+
+func addonsOf(a spec.Addons) []Addon {
+	out := []Addon{}
+	if a.MetricsServer != nil {
+		out = append(out, Addon{Name: "metrics-server", Version: a.MetricsServer.Version,
+			ManifestURL: "https://github.com/kubernetes-sigs/metrics-server/releases/download/" + a.MetricsServer.Version + "/components.yaml"})
+	}
+	if a.CertManager != nil {
+		out = append(out, Addon{Name: "cert-manager", Version: a.CertManager.Version,
+			ManifestURL: "https://github.com/cert-manager/cert-manager/releases/download/" + a.CertManager.Version + "/cert-manager.yaml"})
+	}
+	return out
+}
+
+// certSANs are the API name plus every control-plane node's FQDN, as the
+// guide's ClusterConfiguration lists them.
+func certSANs(apiHost string, nodes []Node) []string {
+	sans := []string{apiHost}
+	for _, n := range nodes {
+		if n.IsControlPlane() && n.FQDN != n.Name && n.FQDN != apiHost {
+			sans = append(sans, n.FQDN)
+		}
+	}
+	return sans
+}
+
+func portsOf(hasWindows bool, apiPort int, cal spec.Calico) []Port {
+	ports := []Port{
+		{Port: apiPort, Protocol: "TCP", On: "control-plane", From: "all nodes, admin workstations", Purpose: "kube-apiserver"},
+		{Port: 10250, Protocol: "TCP", On: "all", From: "control-plane nodes, metrics-server", Purpose: "kubelet API (logs, exec, metrics)"},
+	}
+	if strings.HasPrefix(cal.Encapsulation, "VXLAN") {
+		ports = append(ports, Port{Port: VXLANPort, Protocol: "UDP", On: "all", From: "all nodes", Purpose: fmt.Sprintf("Calico VXLAN (VNI %d); HNS opens it itself on Windows", VXLANVNI)})
+	}
+	if cal.BGP == "Enabled" {
+		ports = append(ports, Port{Port: 179, Protocol: "TCP", On: "all", From: "all nodes", Purpose: "Calico BGP"})
+	}
+	ports = append(ports, Port{Port: 5473, Protocol: "TCP", On: "linux", From: "all nodes", Purpose: "Calico Typha (Felix on every node connects to it)"})
+	if hasWindows {
+		ports = append(ports, Port{Port: 10256, Protocol: "TCP", On: "windows", From: "node network", Purpose: "kube-proxy health check for external load balancers", Optional: true})
+	}
+	sort.SliceStable(ports, func(i, j int) bool { return ports[i].Port < ports[j].Port })
+	return ports
+}
+
+func dnsRecordsOf(p *Plan, apiHost string) []DNSRecord {
+	var recs []DNSRecord
+	var cp string
+	for _, n := range p.Nodes {
+		if n.IsControlPlane() && cp == "" {
+			cp = n.Address
+		}
+	}
+	if _, err := netip.ParseAddr(apiHost); err != nil && cp != "" {
+		recs = append(recs, DNSRecord{Name: apiHost, Type: "A", Address: cp, Purpose: "API name (point it at a virtual address for a second control plane)"})
+	}
+	for _, n := range p.Nodes {
+		if n.FQDN == apiHost {
+			continue
+		}
+		recs = append(recs, DNSRecord{Name: n.FQDN, Type: "A", Address: n.Address, Purpose: n.Role + ", " + n.OS})
+	}
+	if recs == nil {
+		recs = []DNSRecord{}
+	}
+	return recs
+}

@@ -1,0 +1,231 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hybridctl/hybridctl/internal/spec"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+func derive(t testing.TB, name string, src []byte) *Plan {
+	t.Helper()
+	r := spec.Parse(name, src)
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Derive(r.Cluster, r.Diagnostics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func deriveFile(t testing.TB, path string) *Plan {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return derive(t, filepath.Base(path), b)
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (run go test ./internal/plan -update and review the diff)\n--- got ---\n%s", name, got)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	for _, c := range []struct{ name, spec string }{
+		{"lab", "../../examples/lab.yaml"},
+		{"two-builds", "../spec/testdata/valid/two-builds.yaml"},
+		{"linux-only-bgp", "../spec/testdata/valid/linux-only-bgp.yaml"},
+		{"wide", "testdata/wide.yaml"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := deriveFile(t, c.spec)
+			var text bytes.Buffer
+			if err := p.WriteText(&text); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, c.name+".txt", text.Bytes())
+			js, err := json.MarshalIndent(p, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, c.name+".json", append(js, '\n'))
+		})
+	}
+}
+
+// TestLabNumbers is the issue's "done when": the guide's numbers for its lab.
+func TestLabNumbers(t *testing.T) {
+	p := deriveFile(t, "../../examples/lab.yaml")
+	var js map[string]any
+	b, _ := json.Marshal(p)
+	if err := json.Unmarshal(b, &js); err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) any {
+		var cur any = js
+		for _, k := range strings.Split(path, ".") {
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return nil
+			}
+			cur = m[k]
+		}
+		return cur
+	}
+	for path, want := range map[string]any{
+		"cluster":                      "lab",
+		"apiServer.serviceIP":          "10.96.0.1",
+		"dnsServiceIP":                 "10.96.0.10",
+		"podNetwork.cidr":              "172.21.0.0/16",
+		"podNetwork.blockSize":         float64(26),
+		"podNetwork.addressesPerBlock": float64(64),
+		"vxlan.vni":                    float64(4096),
+		"vxlan.port":                   float64(4789),
+		"vxlan.podMTU":                 float64(1450),
+	} {
+		if got := get(path); got != want {
+			t.Errorf("%s = %v, want %v", path, got, want)
+		}
+	}
+	nodes := js["nodes"].([]any)
+	if len(nodes) != 4 {
+		t.Fatalf("%d nodes, want 4", len(nodes))
+	}
+	win := nodes[3].(map[string]any)
+	if win["name"] != "k8s-lab-win-1" || win["maxPods"] != float64(60) || win["runtimeClass"] != "windows-2025" || win["os"] != "windows" {
+		t.Errorf("windows node = %v", win)
+	}
+	taints := win["taints"].([]any)
+	if len(taints) != 1 || taints[0].(map[string]any)["key"] != "os" || taints[0].(map[string]any)["value"] != "windows" || taints[0].(map[string]any)["effect"] != "NoSchedule" {
+		t.Errorf("windows taints = %v", taints)
+	}
+	for _, k := range []string{"warnings", "nodes"} {
+		if _, ok := js[k].([]any); !ok {
+			t.Errorf("%s is not a list in JSON (must be [] when empty)", k)
+		}
+	}
+}
+
+func TestDerivedNumbers(t *testing.T) {
+	base, err := os.ReadFile("../spec/testdata/base.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(pairs ...string) []byte {
+		s := string(base)
+		for i := 0; i < len(pairs); i += 2 {
+			if !strings.Contains(s, pairs[i]) {
+				t.Fatalf("base spec lacks %q", pairs[i])
+			}
+			s = strings.Replace(s, pairs[i], pairs[i+1], 1)
+		}
+		return []byte(s)
+	}
+	cases := []struct {
+		name  string
+		src   []byte
+		check func(t *testing.T, p *Plan)
+	}{
+		{"block /27 gives 28 pods", edit("blockSize: 26", "blockSize: 27"), func(t *testing.T, p *Plan) {
+			expectInt(t, "windows maxPods", p.Nodes[3].MaxPods, 28)
+			expectInt(t, "addressesPerBlock", p.PodNetwork.AddressesPerBlock, 32)
+			expectInt(t, "blocks", p.PodNetwork.Blocks, 2048)
+			expectInt(t, "linux maxPods", p.Nodes[1].MaxPods, 110)
+		}},
+		{"block /24 gives 252 pods", edit("blockSize: 26", "blockSize: 24"), func(t *testing.T, p *Plan) {
+			expectInt(t, "windows maxPods", p.Nodes[3].MaxPods, 252)
+			expectInt(t, "blocks", p.PodNetwork.Blocks, 256)
+		}},
+		{"other service CIDR", edit("serviceCIDR: 10.96.0.0/12", "serviceCIDR: 10.100.0.0/16"), func(t *testing.T, p *Plan) {
+			expectStr(t, "API service IP", p.APIServer.ServiceIP, "10.100.0.1")
+			expectStr(t, "DNS service IP", p.DNSServiceIP, "10.100.0.10")
+			expectInt(t, "service addresses", p.ServiceNetwork.Addresses, 65536)
+		}},
+		{"jumbo frames", edit("dnsDomain: cluster.local", "dnsDomain: cluster.local\n    mtu: 9000"), func(t *testing.T, p *Plan) {
+			expectInt(t, "pod MTU", p.VXLAN.PodMTU, 8950)
+		}},
+		{"Windows Server 2022", edit(`build: "10.0.26100"`, `build: "10.0.20348"`), func(t *testing.T, p *Plan) {
+			expectStr(t, "runtime class", p.Nodes[3].RuntimeClass, "windows-2022")
+			if len(p.RuntimeClasses) != 1 || p.RuntimeClasses[0].ImageTag != "ltsc2022" || p.RuntimeClasses[0].Build != "10.0.20348" {
+				t.Errorf("runtime classes = %+v", p.RuntimeClasses)
+			}
+		}},
+		{"Windows Server 2019", edit(`build: "10.0.26100"`, `build: "10.0.17763"`), func(t *testing.T, p *Plan) {
+			expectStr(t, "runtime class", p.Nodes[3].RuntimeClass, "windows-2019")
+		}},
+		{"older Calico keeps the v1 CRDs", edit("version: v3.33.0", "version: v3.32.4"), func(t *testing.T, p *Plan) {
+			expectStr(t, "CRD manifest", p.Calico.CRDManifest, "operator-crds.yaml")
+			expectStr(t, "CRD mode", p.Calico.CRDMode, "crd.projectcalico.org/v1")
+		}},
+		{"Kubernetes 1.35 keeps the v1 CRDs", edit("kubernetesVersion: v1.37.2", "kubernetesVersion: v1.35.4", "crictl: {version: 1.37.0}", "crictl: {version: 1.35.0}"), func(t *testing.T, p *Plan) {
+			expectStr(t, "CRD manifest", p.Calico.CRDManifest, "operator-crds.yaml")
+			expectStr(t, "kube-proxy image", p.KubeProxy.WindowsImage, "sigwindowstools/kube-proxy:v1.35.4-calico-hostprocess")
+		}},
+		{"Calico 3.33 on 1.37 uses native CRDs", base, func(t *testing.T, p *Plan) {
+			expectStr(t, "CRD manifest URL", p.Calico.CRDManifestURL, "https://raw.githubusercontent.com/projectcalico/calico/v3.33.0/manifests/v3_projectcalico_org.yaml")
+			expectStr(t, "operator URL", p.Calico.OperatorManifestURL, "https://raw.githubusercontent.com/projectcalico/calico/v3.33.0/manifests/tigera-operator.yaml")
+			expectStr(t, "windows dataplane", p.Calico.WindowsDataplane, "HNS")
+		}},
+		{"no DNS suffix", edit("    dnsSuffix: example.com\n", ""), func(t *testing.T, p *Plan) {
+			expectStr(t, "fqdn", p.Nodes[0].FQDN, "k8s-lab-master-1")
+			if len(p.APIServer.CertSANs) != 1 {
+				t.Errorf("certSANs = %v, want only the API name", p.APIServer.CertSANs)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.check(t, derive(t, c.name, c.src)) })
+	}
+}
+
+func TestTwoBuildsTwoRuntimeClasses(t *testing.T) {
+	p := deriveFile(t, "../spec/testdata/valid/two-builds.yaml")
+	if len(p.RuntimeClasses) != 2 {
+		t.Fatalf("runtime classes = %+v, want 2", p.RuntimeClasses)
+	}
+	expectStr(t, "first", p.RuntimeClasses[0].Name, "windows-2022")
+	expectStr(t, "second", p.RuntimeClasses[1].Name, "windows-2025")
+	expectStr(t, "second's nodes", strings.Join(p.RuntimeClasses[1].Nodes, ","), "win2025-a,win2025-b")
+	expectInt(t, "maxPods with /27", p.Nodes[2].MaxPods, 28)
+	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0].Check, "S403") {
+		t.Errorf("warnings = %+v, want the one-Linux-worker warning", p.Warnings)
+	}
+}
+
+func expectInt(t *testing.T, what string, got, want int) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %d, want %d", what, got, want)
+	}
+}
+
+func expectStr(t *testing.T, what, got, want string) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %q, want %q", what, got, want)
+	}
+}

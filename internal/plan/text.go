@@ -1,0 +1,137 @@
+package plan
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteText writes the plan for people: nodes, networks, overlay, ports,
+// DNS records, warnings and the topology diagram.
+func (p *Plan) WriteText(w io.Writer) error {
+	ew := &errWriter{w: w}
+	ew.printf("Cluster %s: Kubernetes %s, API %s\n\n", p.Cluster, p.KubernetesVersion, p.ControlPlaneEndpoint)
+
+	ew.printf("NODES\n")
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tROLE\tOS\tADDRESS\tMAX PODS\tRUNTIMECLASS\tTAINTS")
+	for _, n := range p.Nodes {
+		osName := n.OS
+		if n.WindowsBuild != "" {
+			osName += " " + n.WindowsBuild
+		}
+		taints := make([]string, 0, len(n.Taints))
+		for _, t := range n.Taints {
+			taints = append(taints, t.String())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", n.Name, n.Role, osName, n.Address, n.MaxPods,
+			dash(n.RuntimeClass), dash(strings.Join(taints, ",")))
+	}
+	_ = tw.Flush()
+
+	ew.printf("\nNETWORKS\n")
+	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	nn := p.NodeNetwork
+	fmt.Fprintf(tw, "nodes\t%s, gateway %s, DNS %s, NTP %s, MTU %d\n", nn.CIDR, nn.Gateway,
+		dash(strings.Join(nn.DNSServers, " ")), dash(strings.Join(nn.NTPServers, " ")), nn.MTU)
+	pn := p.PodNetwork
+	nat := "NAT outgoing"
+	if !pn.NATOutgoing {
+		nat = "no NAT outgoing"
+	}
+	fmt.Fprintf(tw, "pods\t%s: %d blocks of /%d, %d addresses each (max %d pods on a Windows node); %s\n",
+		pn.CIDR, pn.Blocks, pn.BlockSize, pn.AddressesPerBlock, pn.WindowsMaxPods, nat)
+	fmt.Fprintf(tw, "services\t%s: API service IP %s, DNS service IP %s, domain %s\n",
+		p.ServiceNetwork.CIDR, p.APIServer.ServiceIP, p.DNSServiceIP, p.DNSDomain)
+	if p.VXLAN.Enabled {
+		fmt.Fprintf(tw, "overlay\tVXLAN, VNI %d, UDP %d, pod MTU %d (node MTU %d - %d)\n", p.VXLAN.VNI, p.VXLAN.Port, p.VXLAN.PodMTU, p.VXLAN.NodeMTU, VXLANOverhead)
+	} else {
+		fmt.Fprintf(tw, "overlay\t%s, pod MTU %d\n", p.Calico.Encapsulation, p.VXLAN.PodMTU)
+	}
+	c := p.Calico
+	win := ""
+	if c.WindowsDataplane != "" {
+		win = ", Windows dataplane " + c.WindowsDataplane
+	}
+	fmt.Fprintf(tw, "Calico\t%s (Tigera operator), Linux dataplane %s%s, BGP %s, IP pool %s\n", c.Version, c.LinuxDataplane, win, c.BGP, c.IPPoolName)
+	fmt.Fprintf(tw, "\tCRDs: %s (%s)\n", c.CRDManifest, c.CRDMode)
+	kp := fmt.Sprintf("%s on Linux", p.KubeProxy.LinuxMode)
+	if p.KubeProxy.WindowsMode != "" {
+		kp += fmt.Sprintf("; %s (winkernel) on Windows, image %s", p.KubeProxy.WindowsMode, p.KubeProxy.WindowsImage)
+	}
+	fmt.Fprintf(tw, "kube-proxy\t%s\n", kp)
+	fmt.Fprintf(tw, "versions\tKubernetes %s, containerd %s, crictl %s\n", p.Versions.Kubernetes, p.Versions.Containerd, p.Versions.Crictl)
+	for _, a := range p.Addons {
+		fmt.Fprintf(tw, "add-on\t%s %s\n", a.Name, a.Version)
+	}
+	_ = tw.Flush()
+
+	if len(p.RuntimeClasses) > 0 {
+		ew.printf("\nRUNTIMECLASSES\n")
+		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tHANDLER\tBUILD\tIMAGES\tNODES")
+		for _, rc := range p.RuntimeClasses {
+			fmt.Fprintf(tw, "%s\t%s\t%s (%s)\t%s\t%s\n", rc.Name, rc.Handler, rc.Build, rc.Release, rc.ImageTag, strings.Join(rc.Nodes, ","))
+		}
+		_ = tw.Flush()
+	}
+
+	ew.printf("\nPORTS TO OPEN\n")
+	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PORT\tON\tFROM\tPURPOSE")
+	for _, pt := range p.Ports {
+		purpose := pt.Purpose
+		if pt.Optional {
+			purpose += " (optional)"
+		}
+		fmt.Fprintf(tw, "%d/%s\t%s\t%s\t%s\n", pt.Port, pt.Protocol, pt.On, pt.From, purpose)
+	}
+	_ = tw.Flush()
+	if p.Calico.BGP != "Enabled" {
+		ew.printf("Not needed: 179/TCP (BGP is disabled).\n")
+	}
+
+	ew.printf("\nDNS RECORDS\n")
+	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	for _, r := range p.DNSRecords {
+		fmt.Fprintf(tw, "%s.\t%s\t%s\t; %s\n", r.Name, r.Type, r.Address, r.Purpose)
+	}
+	_ = tw.Flush()
+
+	ew.printf("\nWARNINGS\n")
+	if len(p.Warnings) == 0 {
+		ew.printf("none\n")
+	}
+	for _, wn := range p.Warnings {
+		ew.printf("- %s: %s [%s]\n", wn.Path, wn.Message, wn.Check)
+	}
+
+	ew.printf("\nTOPOLOGY\n%s", p.Diagram())
+	return ew.err
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// errWriter remembers the first write error so that text output can be
+// written without checking every call.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(b []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(b)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) printf(format string, a ...any) { fmt.Fprintf(e, format, a...) }

@@ -1,0 +1,195 @@
+package render
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// sharedDir finds the shared reference directory: $HYBRIDCTL_SHARED, else a
+// "shared" directory holding design.md beside the repository root or above.
+func sharedDir(t testing.TB) string {
+	t.Helper()
+	if d := os.Getenv("HYBRIDCTL_SHARED"); d != "" {
+		return d
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		cand := filepath.Join(d, "shared")
+		if _, err := os.Stat(filepath.Join(cand, "design.md")); err == nil {
+			return cand
+		}
+		if filepath.Dir(d) == d {
+			t.Skipf("no shared/design.md above %s; set HYBRIDCTL_SHARED", wd)
+		}
+	}
+}
+
+// guideDocs extracts the YAML documents the guide shows: blocks that start
+// at a line "apiVersion:" or "kind:" in column 0 and run until a blank line
+// or a command prompt.
+func guideDocs(t testing.TB) []map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(sharedDir(t), "reference", "hybrid-cluster-guide.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []map[string]any
+	lines := strings.Split(string(b), "\n")
+	for i := 0; i < len(lines); i++ {
+		if !strings.HasPrefix(lines[i], "apiVersion:") && !strings.HasPrefix(lines[i], "kind:") {
+			continue
+		}
+		var block []string
+		for ; i < len(lines); i++ {
+			l := lines[i]
+			if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "$ ") || strings.HasPrefix(l, "PS ") ||
+				strings.HasPrefix(l, "user@") || strings.HasPrefix(l, "EOF") ||
+				strings.HasPrefix(strings.TrimSpace(l), "•") {
+				break
+			}
+			block = append(block, l)
+		}
+		for _, d := range strings.Split(strings.Join(block, "\n"), "\n---\n") {
+			var m map[string]any
+			if err := yaml.Unmarshal([]byte(d), &m); err != nil {
+				t.Fatalf("guide YAML near line %d: %v\n%s", i, err, d)
+			}
+			docs = append(docs, m)
+		}
+	}
+	return docs
+}
+
+func docKey(m map[string]any) string {
+	md, _ := m["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	if name == "" {
+		if nr, ok := m["nodeRegistration"].(map[string]any); ok {
+			name, _ = nr["name"].(string)
+		}
+	}
+	return fmt.Sprintf("%v/%v", m["kind"], name)
+}
+
+// Deviations from the guide are not in its YAML blocks: the render has
+// no field that differs from them (this test would list it). The file-level
+// differences are in docs/render.md: strictAffinity as an applied
+// IPAMConfiguration instead of kubectl patch, the demo Namespace as a file
+// instead of kubectl create + label, join.yaml for Linux workers instead of
+// the command line.
+
+// renderedDocs parses the YAML files of a render into documents by key.
+func renderedDocs(t testing.TB, files map[string]File) map[string][]map[string]any {
+	out := map[string][]map[string]any{}
+	for p, f := range files {
+		if !strings.HasSuffix(p, ".yaml") || strings.Contains(p, "/manifests/") {
+			continue
+		}
+		for _, d := range strings.Split(string(f.Data), "\n---\n") {
+			var m map[string]any
+			if err := yaml.Unmarshal([]byte(d), &m); err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			out[docKey(m)] = append(out[docKey(m)], m)
+		}
+	}
+	return out
+}
+
+// diff lists the paths where a and b differ.
+func diff(path string, a, b any, out *[]string) {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if aok && bok {
+		keys := map[string]bool{}
+		for k := range am {
+			keys[k] = true
+		}
+		for k := range bm {
+			keys[k] = true
+		}
+		var ks []string
+		for k := range keys {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		for _, k := range ks {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			diff(p, am[k], bm[k], out)
+		}
+		return
+	}
+	as, aok := a.([]any)
+	bs, bok := b.([]any)
+	if aok && bok && len(as) == len(bs) {
+		for i := range as {
+			diff(fmt.Sprintf("%s[%d]", path, i), as[i], bs[i], out)
+		}
+		return
+	}
+	if !reflect.DeepEqual(a, b) {
+		*out = append(*out, fmt.Sprintf("%s: guide %v, rendered %v", path, a, b))
+	}
+}
+
+// TestGuideFieldByField renders the lab with the guide's join token and
+// hash and compares every YAML document the guide shows with the rendered
+// one of the same kind and name, field by field.
+func TestGuideFieldByField(t *testing.T) {
+	files := mustRender(t, labPlan(t), Options{Token: guideToken, CACertHash: guideHash})
+	rendered := renderedDocs(t, files)
+	ignore := map[string]string{
+		// A counter-example in the guide ("Linux fields in a Windows pod"),
+		// not a file it writes.
+		"Pod/bad": "the guide's invalid example",
+	}
+	compared := 0
+	for _, g := range guideDocs(t) {
+		key := docKey(g)
+		if _, ok := ignore[key]; ok {
+			continue
+		}
+		cands := rendered[key]
+		if key == "KubeletConfiguration/" {
+			// Two guide documents: the shared one in kubeadm-config.yaml and
+			// the Windows patch (maxPods only).
+			var pick []map[string]any
+			for _, c := range cands {
+				if (g["maxPods"] != nil) == (c["maxPods"] != nil) {
+					pick = append(pick, c)
+				}
+			}
+			cands = pick
+		}
+		if len(cands) != 1 {
+			t.Errorf("guide document %s: %d rendered documents match, want 1", key, len(cands))
+			continue
+		}
+		var d []string
+		diff("", g, cands[0], &d)
+		for _, line := range d {
+			t.Errorf("%s: %s", key, line)
+		}
+		compared++
+	}
+	// kubeadm (Init, Cluster, Kubelet, KubeProxy), ConfigMap, Installation,
+	// APIServer, JoinConfiguration, kubelet patch, RuntimeClass, hello
+	// Deployment and Service, win-demo Namespace, aspnetapp Deployment and
+	// Service.
+	if compared != 15 {
+		t.Errorf("compared %d guide documents, want 15", compared)
+	}
+}

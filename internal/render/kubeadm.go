@@ -1,0 +1,205 @@
+package render
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeproxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/hybridctl/hybridctl/internal/plan"
+)
+
+// kubeadm's v1beta4 types live in k8s.io/kubernetes, which cannot be
+// required without replace directives. These are the fields hybridctl
+// writes, spelled as in k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4;
+// the real kubeadm validates every rendered file in the tests.
+const kubeadmAPIVersion = "kubeadm.k8s.io/v1beta4"
+
+type initConfiguration struct {
+	metav1.TypeMeta  `json:",inline"`
+	LocalAPIEndpoint apiEndpoint      `json:"localAPIEndpoint"`
+	NodeRegistration nodeRegistration `json:"nodeRegistration"`
+}
+
+type apiEndpoint struct {
+	AdvertiseAddress string `json:"advertiseAddress"`
+	BindPort         int32  `json:"bindPort"`
+}
+
+type nodeRegistration struct {
+	Name      string         `json:"name"`
+	CRISocket string         `json:"criSocket"`
+	Taints    []corev1.Taint `json:"taints,omitempty"`
+}
+
+type clusterConfiguration struct {
+	metav1.TypeMeta      `json:",inline"`
+	KubernetesVersion    string     `json:"kubernetesVersion"`
+	ControlPlaneEndpoint string     `json:"controlPlaneEndpoint"`
+	Networking           networking `json:"networking"`
+	APIServer            apiServer  `json:"apiServer"`
+}
+
+type networking struct {
+	PodSubnet     string `json:"podSubnet"`
+	ServiceSubnet string `json:"serviceSubnet"`
+	DNSDomain     string `json:"dnsDomain"`
+}
+
+type apiServer struct {
+	CertSANs []string `json:"certSANs,omitempty"`
+}
+
+type joinConfiguration struct {
+	metav1.TypeMeta  `json:",inline"`
+	Discovery        discovery        `json:"discovery"`
+	NodeRegistration nodeRegistration `json:"nodeRegistration"`
+	Patches          *patches         `json:"patches,omitempty"`
+}
+
+type discovery struct {
+	BootstrapToken bootstrapTokenDiscovery `json:"bootstrapToken"`
+}
+
+type bootstrapTokenDiscovery struct {
+	APIServerEndpoint string   `json:"apiServerEndpoint"`
+	Token             string   `json:"token"`
+	CACertHashes      []string `json:"caCertHashes"`
+}
+
+type patches struct {
+	Directory string `json:"directory"`
+}
+
+// Placeholders stand for the join secrets in files rendered without
+// --token and --ca-cert-hash; hybridctl apply replaces them on the node.
+const (
+	TokenPlaceholder      = "__HYBRIDCTL_JOIN_TOKEN__"
+	CACertHashPlaceholder = "__HYBRIDCTL_CA_CERT_HASH__"
+)
+
+// WindowsPatchesDir is where join.yaml on a Windows node expects the
+// kubelet patch (the guide's C:\k\patches).
+const WindowsPatchesDir = `C:\k\patches`
+
+func typeMeta(apiVersion, kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+}
+
+// kubeadmConfig renders cluster/kubeadm-config.yaml: the four documents of
+// the guide's "Configuration and kubeadm init".
+func kubeadmConfig(p *plan.Plan) ([]byte, error) {
+	cp, ok := firstControlPlane(p)
+	if !ok {
+		return nil, fmt.Errorf("the plan has no control-plane node")
+	}
+	initCfg := initConfiguration{
+		TypeMeta:         typeMeta(kubeadmAPIVersion, "InitConfiguration"),
+		LocalAPIEndpoint: apiEndpoint{AdvertiseAddress: cp.Address, BindPort: int32(p.APIServer.Port)},
+		// Taints are left to kubeadm, as in the guide: its default for a
+		// control-plane node is the plan's control-plane:NoSchedule.
+		NodeRegistration: nodeRegistration{Name: cp.Name, CRISocket: cp.CRISocket},
+	}
+	clusterCfg := clusterConfiguration{
+		TypeMeta:             typeMeta(kubeadmAPIVersion, "ClusterConfiguration"),
+		KubernetesVersion:    p.KubernetesVersion,
+		ControlPlaneEndpoint: p.ControlPlaneEndpoint,
+		Networking:           networking{PodSubnet: p.PodNetwork.CIDR, ServiceSubnet: p.ServiceNetwork.CIDR, DNSDomain: p.DNSDomain},
+		APIServer:            apiServer{CertSANs: p.APIServer.CertSANs},
+	}
+	t := true
+	kubelet := kubeletv1beta1.KubeletConfiguration{
+		TypeMeta:           typeMeta("kubelet.config.k8s.io/v1beta1", "KubeletConfiguration"),
+		CgroupDriver:       "systemd",
+		ServerTLSBootstrap: t,
+	}
+	proxy := kubeproxyv1alpha1.KubeProxyConfiguration{
+		TypeMeta: typeMeta("kubeproxy.config.k8s.io/v1alpha1", "KubeProxyConfiguration"),
+		Mode:     kubeproxyv1alpha1.ProxyMode(p.KubeProxy.LinuxMode),
+	}
+	header := comment(
+		"kubeadm configuration for "+cp.Name+" (cluster "+p.Cluster+"), rendered by hybridctl.",
+		"Guide: \"Configuration and kubeadm init\". On "+cp.Name+":",
+		"  sudo kubeadm config validate --config kubeadm-config.yaml",
+		"  sudo kubeadm init --config kubeadm-config.yaml",
+	)
+	return yamlDocs(header, verbatim{initCfg}, verbatim{clusterCfg}, kubelet, proxy)
+}
+
+// joinConfig renders nodes/<name>/join.yaml. Windows nodes get the
+// os=windows:NoSchedule taint and the patches directory (guide: "kubeadm
+// join"); Linux workers the same discovery with the containerd socket.
+func joinConfig(p *plan.Plan, n plan.Node, o Options) ([]byte, error) {
+	token, hash := TokenPlaceholder, CACertHashPlaceholder
+	if o.Token != "" {
+		token = o.Token
+	}
+	if o.CACertHash != "" {
+		hash = o.CACertHash
+	}
+	jc := joinConfiguration{
+		TypeMeta: typeMeta(kubeadmAPIVersion, "JoinConfiguration"),
+		Discovery: discovery{BootstrapToken: bootstrapTokenDiscovery{
+			APIServerEndpoint: p.ControlPlaneEndpoint, Token: token, CACertHashes: []string{hash},
+		}},
+		NodeRegistration: nodeRegistration{Name: n.Name, CRISocket: n.CRISocket, Taints: taintsOf(n)},
+	}
+	where := "join.yaml in the home directory"
+	cmd := "sudo kubeadm join --config join.yaml"
+	if n.IsWindows() {
+		jc.Patches = &patches{Directory: WindowsPatchesDir}
+		where = `C:\k\join.yaml`
+		cmd = `kubeadm join --config C:\k\join.yaml`
+	}
+	lines := []string{
+		"kubeadm join configuration for " + n.Name + " (cluster " + p.Cluster + "), rendered by hybridctl.",
+		"Guide: \"kubeadm join\". Copy to " + where + " on the node, then: " + cmd,
+		"and delete the file afterwards: it holds the join token.",
+	}
+	if o.Token == "" || o.CACertHash == "" {
+		lines = append(lines, "", "The token and CA hash are placeholders ("+TokenPlaceholder+", "+CACertHashPlaceholder+"):",
+			"hybridctl apply fills them, or render again with --token and --ca-cert-hash",
+			"(sudo kubeadm token create --ttl 1h --print-join-command on the control plane prints both).")
+	}
+	return yamlDocs(comment(lines...), verbatim{jc})
+}
+
+// taintsOf converts the plan's taints of a worker. The control-plane taint
+// is kubeadm's own default and is not written.
+func taintsOf(n plan.Node) []corev1.Taint {
+	var ts []corev1.Taint
+	for _, t := range n.Taints {
+		if t.Key == plan.ControlPlaneTaintKey {
+			continue
+		}
+		ts = append(ts, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+	}
+	return ts
+}
+
+// kubeletPatch renders nodes/<name>/patches/kubeletconfiguration.yaml: the
+// node's maxPods (guide: "Why maxPods: 60").
+func kubeletPatch(p *plan.Plan, n plan.Node) ([]byte, error) {
+	kc := kubeletv1beta1.KubeletConfiguration{
+		TypeMeta: typeMeta("kubelet.config.k8s.io/v1beta1", "KubeletConfiguration"),
+		MaxPods:  int32(n.MaxPods),
+	}
+	header := comment(
+		"kubelet patch for "+n.Name+", rendered by hybridctl. Copy to "+WindowsPatchesDir+`\kubeletconfiguration.yaml.`,
+		fmt.Sprintf("maxPods %d: a /%d Calico block has %d addresses; Calico on Windows reserves 4.",
+			n.MaxPods, p.PodNetwork.BlockSize, p.PodNetwork.AddressesPerBlock),
+		`kubeadm does not keep patches: pass them again on upgrade (kubeadm upgrade node --patches C:\k\patches).`,
+	)
+	return yamlDocs(header, kc)
+}
+
+func firstControlPlane(p *plan.Plan) (plan.Node, bool) {
+	for _, n := range p.Nodes {
+		if n.IsControlPlane() {
+			return n, true
+		}
+	}
+	return plan.Node{}, false
+}

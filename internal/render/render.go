@@ -1,0 +1,228 @@
+// Package render writes every artifact of the hybrid cluster guide from a
+// plan: kubeadm configuration, Calico resources, Windows RuntimeClasses and
+// kube-proxy, per-node preparation scripts and join files, check workloads,
+// DNS records and a runbook. It reads only the plan (design §2).
+//
+// Render is pure: it returns the files; WriteDir puts them on disk
+// atomically.
+package render
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"text/template"
+
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+
+	"github.com/hybridctl/hybridctl/internal/plan"
+)
+
+//go:embed templates/*.tmpl
+var templateFS embed.FS
+
+// File is one rendered file, its path relative to the output directory
+// (slash-separated).
+type File struct {
+	Path string
+	Data []byte
+	Mode fs.FileMode
+}
+
+// Options change what Render writes beyond the plan.
+type Options struct {
+	// Token and CACertHash go into the join files. Empty: placeholders
+	// (TokenPlaceholder, CACertHashPlaceholder) that apply fills. Files that
+	// hold a token get mode 0600.
+	Token      string
+	CACertHash string
+	// Manifests, when set, are the Calico CRD and operator manifests of an
+	// air-gapped site (ReadManifests); they are copied into
+	// cluster/calico/manifests/ and the runbook uses them instead of URLs.
+	Manifests *Manifests
+	// Script URLs and SHA256 sums for prepare.ps1; empty means the
+	// defaults pinned to SigWindowsToolsCommit. An overridden URL with an
+	// empty SHA256 is downloaded without a hash check.
+	InstallContainerdURL    string
+	InstallContainerdSHA256 string
+	PrepareNodeURL          string
+	PrepareNodeSHA256       string
+}
+
+var caCertHashRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// Validate checks the options' formats.
+func (o Options) Validate() error {
+	if o.Token != "" && !bootstraputil.IsValidBootstrapToken(o.Token) {
+		return fmt.Errorf("--token: not a bootstrap token (want [a-z0-9]{6}.[a-z0-9]{16}, as kubeadm token create prints)")
+	}
+	if o.CACertHash != "" && !caCertHashRE.MatchString(o.CACertHash) {
+		return fmt.Errorf("--ca-cert-hash: want sha256: and 64 lower-case hex digits, as kubeadm init prints")
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.InstallContainerdURL == "" {
+		o.InstallContainerdURL = DefaultInstallContainerdURL
+		o.InstallContainerdSHA256 = DefaultInstallContainerdSHA256
+	}
+	if o.PrepareNodeURL == "" {
+		o.PrepareNodeURL = DefaultPrepareNodeURL
+		o.PrepareNodeSHA256 = DefaultPrepareNodeSHA256
+	}
+	return o
+}
+
+type renderer struct {
+	plan  *plan.Plan
+	opts  Options
+	tmpl  *template.Template
+	files []File
+}
+
+func newTemplates() (*template.Template, error) {
+	return template.New("render").Option("missingkey=error").Funcs(template.FuncMap{
+		"sh":     ShQuote,
+		"ps":     PsQuote,
+		"shword": shWord,
+		"psword": psWord,
+		"line":   oneLine,
+		"target": sshTarget,
+		"ssh":    sshCmd,
+		"scp":    scpCmd,
+	}).ParseFS(templateFS, "templates/*.tmpl")
+}
+
+// Render renders every file for the plan. The result is sorted by path and
+// is the same, byte for byte, for the same plan and options.
+func Render(p *plan.Plan, o Options) ([]File, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	t, err := newTemplates()
+	if err != nil {
+		return nil, fmt.Errorf("templates: %w", err)
+	}
+	r := &renderer{plan: p, opts: o.withDefaults(), tmpl: t}
+	steps := []func() error{r.cluster, r.calico, r.windows, r.nodes, r.workloads, r.dnsRecords, r.runbook}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(r.files, func(i, j int) bool { return r.files[i].Path < r.files[j].Path })
+	for i := 1; i < len(r.files); i++ {
+		if r.files[i].Path == r.files[i-1].Path {
+			return nil, fmt.Errorf("two files render to %s", r.files[i].Path)
+		}
+	}
+	return r.files, nil
+}
+
+func (r *renderer) add(p string, data []byte, mode fs.FileMode) {
+	r.files = append(r.files, File{Path: p, Data: data, Mode: mode})
+}
+
+// addGen adds the output of gen, naming the file in an error.
+func (r *renderer) addGen(p string, mode fs.FileMode, gen func() ([]byte, error)) error {
+	b, err := gen()
+	if err != nil {
+		return fmt.Errorf("render %s: %w", p, err)
+	}
+	r.add(p, b, mode)
+	return nil
+}
+
+func (r *renderer) cluster() error {
+	return r.addGen("cluster/kubeadm-config.yaml", 0o644, func() ([]byte, error) { return kubeadmConfig(r.plan) })
+}
+
+func (r *renderer) calico() error {
+	if err := r.addGen("cluster/calico/kubernetes-services-endpoint.yaml", 0o644, func() ([]byte, error) { return kubernetesServicesEndpoint(r.plan) }); err != nil {
+		return err
+	}
+	if err := r.addGen("cluster/calico/calico-installation.yaml", 0o644, func() ([]byte, error) { return calicoInstallation(r.plan) }); err != nil {
+		return err
+	}
+	if err := r.addGen("cluster/calico/ipamconfiguration.yaml", 0o644, func() ([]byte, error) { return ipamConfig(r.plan) }); err != nil {
+		return err
+	}
+	if m := r.opts.Manifests; m != nil {
+		r.add(path.Join(calicoManifestsDir, r.plan.Calico.CRDManifest), m.CRDs, 0o644)
+		r.add(path.Join(calicoManifestsDir, OperatorManifest), m.Operator, 0o644)
+	}
+	return r.addGen("cluster/calico/README.md", 0o644, r.calicoReadme)
+}
+
+func (r *renderer) windows() error {
+	if len(r.plan.RuntimeClasses) == 0 && r.plan.KubeProxy.WindowsImage == "" {
+		return nil
+	}
+	for _, rc := range r.plan.RuntimeClasses {
+		if err := r.addGen("cluster/windows/runtimeclass-"+rc.Name+".yaml", 0o644, func() ([]byte, error) { return runtimeClass(rc) }); err != nil {
+			return err
+		}
+	}
+	return r.addGen("cluster/windows/kube-proxy-windows.yaml", 0o644, func() ([]byte, error) { return kubeProxyWindows(r.plan) })
+}
+
+// secretMode is the mode of a join file: 0600 when it holds a token.
+func (r *renderer) secretMode() fs.FileMode {
+	if r.opts.Token != "" {
+		return 0o600
+	}
+	return 0o644
+}
+
+func (r *renderer) nodes() error {
+	for _, n := range r.plan.Nodes {
+		dir := "nodes/" + n.Name + "/"
+		if n.IsWindows() {
+			if err := r.addGen(dir+"prepare.ps1", 0o644, func() ([]byte, error) { return r.windowsPrepare(n) }); err != nil {
+				return err
+			}
+			if err := r.addGen(dir+"patches/kubeletconfiguration.yaml", 0o644, func() ([]byte, error) { return kubeletPatch(r.plan, n) }); err != nil {
+				return err
+			}
+		} else {
+			if err := r.addGen(dir+"prepare.sh", 0o755, func() ([]byte, error) { return r.linuxPrepare(n) }); err != nil {
+				return err
+			}
+		}
+		if !n.IsControlPlane() {
+			if err := r.addGen(dir+"join.yaml", r.secretMode(), func() ([]byte, error) { return joinConfig(r.plan, n, r.opts) }); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r *renderer) workloads() error {
+	if err := r.addGen("workloads/demo-namespace.yaml", 0o644, demoNamespaceYAML); err != nil {
+		return err
+	}
+	if err := r.addGen("workloads/hello.yaml", 0o644, helloYAML); err != nil {
+		return err
+	}
+	for i, rc := range r.plan.RuntimeClasses {
+		name, file := aspnetappNames(i, rc)
+		if err := r.addGen("workloads/"+file, 0o644, func() ([]byte, error) { return aspnetappYAML(r.plan, rc, name, i == 0) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// aspnetappNames: the first RuntimeClass's workload is the guide's
+// aspnetapp (aspnetapp.yaml); the others are aspnetapp-<runtimeclass>.
+func aspnetappNames(i int, rc plan.RuntimeClass) (name, file string) {
+	if i == 0 {
+		return "aspnetapp", "aspnetapp.yaml"
+	}
+	return "aspnetapp-" + rc.Name, "aspnetapp-" + rc.Name + ".yaml"
+}

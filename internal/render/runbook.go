@@ -1,0 +1,124 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/hybridctl/hybridctl/internal/plan"
+)
+
+type runbookData struct {
+	Plan             *plan.Plan
+	ControlPlane     plan.Node
+	Linux            []plan.Node
+	LinuxWorkers     []plan.Node
+	Windows          []plan.Node
+	HasToken         bool
+	Local            bool
+	OperatorManifest string
+	CRDRef           string
+	OperatorRef      string
+	Aspnetapp        []aspnetappRef
+	FirstWindows     plan.Node
+}
+
+type aspnetappRef struct {
+	Name, File, RuntimeClass string
+}
+
+func (r *renderer) runbookData() runbookData {
+	d := runbookData{Plan: r.plan, HasToken: r.opts.Token != "" && r.opts.CACertHash != "", Local: r.opts.Manifests != nil, OperatorManifest: OperatorManifest}
+	d.ControlPlane, _ = firstControlPlane(r.plan)
+	for _, n := range r.plan.Nodes {
+		switch {
+		case n.IsWindows():
+			d.Windows = append(d.Windows, n)
+		default:
+			d.Linux = append(d.Linux, n)
+			if !n.IsControlPlane() {
+				d.LinuxWorkers = append(d.LinuxWorkers, n)
+			}
+		}
+	}
+	if len(d.Windows) > 0 {
+		d.FirstWindows = d.Windows[0]
+	}
+	d.CRDRef, d.OperatorRef = r.plan.Calico.CRDManifestURL, r.plan.Calico.OperatorManifestURL
+	if d.Local {
+		d.CRDRef = calicoManifestsDir + "/" + r.plan.Calico.CRDManifest
+		d.OperatorRef = calicoManifestsDir + "/" + OperatorManifest
+	}
+	for i, rc := range r.plan.RuntimeClasses {
+		name, file := aspnetappNames(i, rc)
+		d.Aspnetapp = append(d.Aspnetapp, aspnetappRef{Name: name, File: file, RuntimeClass: rc.Name})
+	}
+	return d
+}
+
+// sshTarget is user@host for a node (the SSH host may differ from the node
+// address: bastions, port forwards).
+func sshTarget(n plan.Node) string {
+	user, host := n.SSH.User, n.SSH.Host
+	if host == "" {
+		host = n.Address
+	}
+	if user == "" {
+		return shWord(host)
+	}
+	return shWord(user + "@" + host)
+}
+
+// sshCmd is the ssh command line up to the remote command; -t gives sudo a
+// terminal to ask for its password.
+func sshCmd(n plan.Node) string {
+	if n.SSH.Port != 0 && n.SSH.Port != 22 {
+		return fmt.Sprintf("ssh -t -p %d %s", n.SSH.Port, sshTarget(n))
+	}
+	return "ssh -t " + sshTarget(n)
+}
+
+func scpCmd(n plan.Node) string {
+	if n.SSH.Port != 0 && n.SSH.Port != 22 {
+		return fmt.Sprintf("scp -P %d", n.SSH.Port)
+	}
+	return "scp"
+}
+
+func (r *renderer) calicoReadme() ([]byte, error) {
+	var buf bytes.Buffer
+	if err := r.tmpl.ExecuteTemplate(&buf, "calico-readme.md.tmpl", r.runbookData()); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func (r *renderer) runbook() error {
+	return r.addGen("runbook.md", 0o644, func() ([]byte, error) {
+		var buf bytes.Buffer
+		if err := r.tmpl.ExecuteTemplate(&buf, "runbook.md.tmpl", r.runbookData()); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	})
+}
+
+// dnsRecords renders dns-records.txt: the plan's A records as zone-file
+// lines (absolute names), for a zone file or to read into a DNS UI.
+func (r *renderer) dnsRecords() error {
+	var b strings.Builder
+	b.WriteString(comment(
+		"DNS records for cluster "+r.plan.Cluster+", rendered by hybridctl (zone-file lines).",
+		"Guide: \"The lab\" - records for the nodes and the API name.",
+		"Check: getent hosts NAME on every node; Resolve-DnsName NAME -Type A on Windows.",
+	))
+	width := 0
+	for _, rec := range r.plan.DNSRecords {
+		width = max(width, len(rec.Name)+1)
+	}
+	for _, rec := range r.plan.DNSRecords {
+		fmt.Fprintf(&b, "%-*s IN %-4s %-15s ; %s\n", width, rec.Name+".", rec.Type, rec.Address, rec.Purpose)
+	}
+	r.add("dns-records.txt", []byte(b.String()), 0o644)
+	return nil
+}

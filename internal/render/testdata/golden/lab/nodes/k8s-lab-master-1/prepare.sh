@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Prepares k8s-lab-master-1 (control-plane, Ubuntu Server) of cluster lab for kubeadm.
+# Rendered by hybridctl: the guide's "Linux nodes: as in part 4" - name and
+# address, swap, kernel modules, sysctl, chrony, containerd, the Kubernetes
+# packages. Run as root on the node:  sudo bash prepare.sh
+# It is safe to run again: every step checks before it changes anything.
+set -euo pipefail
+
+NODE_NAME='k8s-lab-master-1'
+NODE_FQDN='k8s-lab-master-1.example.com'
+ADDRESS='192.168.10.23'
+PREFIX_LENGTH='24'
+GATEWAY='192.168.10.1'
+DNS_SERVERS=('192.168.10.1')
+DNS_SUFFIX='example.com'
+NTP_SERVERS=('router.example.com')
+KUBERNETES_VERSION='v1.37.2'
+CONTAINERD_VERSION='2.2.2'
+SANDBOX_IMAGE='registry.k8s.io/pause:3.10.2'
+APT_REPO='https://pkgs.k8s.io/core:/stable:/v1.37/deb/'
+# The interface that carries the node address; default: the one of the
+# default route. Override: sudo IFACE=ens18 bash prepare.sh
+IFACE="${IFACE:-$(ip -o -4 route show default | awk '{print $5; exit}')}"
+
+step() { printf '==> %s\n' "$*"; }
+die() { printf 'prepare.sh: %s\n' "$*" >&2; exit 1; }
+# install_file MODE PATH: replace PATH with stdin when it differs; returns 0
+# when it changed the file.
+install_file() {
+	local mode=$1 path=$2 tmp
+	tmp=$(mktemp "${path}.XXXXXX")
+	cat >"$tmp"
+	chmod "$mode" "$tmp"
+	if [[ -f "$path" ]] && cmp -s "$tmp" "$path"; then
+		rm -f "$tmp"
+		return 1
+	fi
+	mv -f "$tmp" "$path"
+	return 0
+}
+
+[[ $(id -u) -eq 0 ]] || die "run as root: sudo bash prepare.sh"
+[[ -n "$IFACE" ]] || die "no default route to take the interface from; run with IFACE=<interface>"
+
+step "host name $NODE_NAME"
+if [[ "$(hostnamectl --static)" != "$NODE_NAME" ]]; then
+	hostnamectl set-hostname "$NODE_NAME"
+fi
+
+step "address $ADDRESS/$PREFIX_LENGTH on $IFACE (netplan)"
+{
+	printf 'network:\n  version: 2\n  ethernets:\n'
+	printf '    "%s":\n      dhcp4: false\n' "$IFACE"
+	printf '      addresses: ["%s/%s"]\n' "$ADDRESS" "$PREFIX_LENGTH"
+	printf '      routes:\n        - to: default\n          via: "%s"\n' "$GATEWAY"
+	printf '      nameservers:\n        addresses: ['
+	sep=''
+	for s in "${DNS_SERVERS[@]}"; do printf '%s"%s"' "$sep" "$s"; sep=', '; done
+	printf ']\n'
+	if [[ -n "$DNS_SUFFIX" ]]; then printf '        search: ["%s"]\n' "$DNS_SUFFIX"; fi
+} | if install_file 600 /etc/netplan/60-hybridctl.yaml; then
+	netplan generate
+	netplan apply
+fi
+
+step "product_uuid and machine-id (must differ between nodes)"
+printf '  product_uuid %s\n  machine-id   %s\n' "$(cat /sys/class/dmi/id/product_uuid 2>/dev/null || echo unknown)" "$(cat /etc/machine-id)"
+
+step "swap off"
+swapoff -a
+if grep -Eq '^[^#].*[[:space:]]swap[[:space:]]' /etc/fstab; then
+	sed -Ei.hybridctl '/^[^#].*[[:space:]]swap[[:space:]]/s/^/# /' /etc/fstab
+fi
+
+step "kernel modules overlay, br_netfilter"
+printf 'overlay\nbr_netfilter\n' | install_file 644 /etc/modules-load.d/k8s.conf || true
+modprobe overlay
+modprobe br_netfilter
+
+step "sysctl: bridged traffic through netfilter, IP forwarding"
+printf '%s\n' 'net.bridge.bridge-nf-call-iptables  = 1' 'net.bridge.bridge-nf-call-ip6tables = 1' 'net.ipv4.ip_forward                 = 1' \
+	| install_file 644 /etc/sysctl.d/k8s.conf || true
+sysctl --system >/dev/null
+
+export DEBIAN_FRONTEND=noninteractive
+step "chrony with ${NTP_SERVERS[*]}"
+apt-get install -y -qq chrony >/dev/null
+for s in "${NTP_SERVERS[@]}"; do printf 'server %s iburst\n' "$s"; done \
+	| if install_file 644 /etc/chrony/sources.d/hybridctl.sources; then
+		chronyc reload sources >/dev/null || systemctl restart chrony
+	fi
+
+step "containerd (SystemdCgroup = true, sandbox $SANDBOX_IMAGE)"
+apt-get install -y -qq containerd >/dev/null
+have=$(containerd --version | awk '{print $3}')
+if [[ "${have#v}" != "$CONTAINERD_VERSION" ]]; then
+	printf '  warning: the Ubuntu package installed containerd %s, the spec says %s\n' "$have" "$CONTAINERD_VERSION" >&2
+fi
+mkdir -p /etc/containerd
+sandbox_sed=$(printf '%s' "$SANDBOX_IMAGE" | sed -e 's/[\\|&]/\\&/g')
+containerd config default \
+	| sed -E -e 's/^([[:space:]]*)SystemdCgroup = .*/\1SystemdCgroup = true/' \
+		-e "s|^([[:space:]]*)sandbox = .*|\\1sandbox = '${sandbox_sed}'|" \
+	| if install_file 644 /etc/containerd/config.toml; then
+		systemctl restart containerd
+	fi
+systemctl enable --now containerd >/dev/null
+grep -q 'SystemdCgroup = true' /etc/containerd/config.toml || die "SystemdCgroup not set in /etc/containerd/config.toml"
+
+step "Kubernetes packages $KUBERNETES_VERSION from $APT_REPO"
+install -d -m 755 /etc/apt/keyrings
+if [[ ! -s /etc/apt/keyrings/kubernetes-apt-keyring.gpg ]]; then
+	curl -fsSL "${APT_REPO}Release.key" | gpg --dearmor --yes -o /etc/apt/keyrings/kubernetes-apt-keyring.gpg
+fi
+printf 'deb [signed-by=/etc/apt/keyrings/kubernetes-apt-keyring.gpg] %s /\n' "$APT_REPO" \
+	| install_file 644 /etc/apt/sources.list.d/kubernetes.list || true
+apt-get update -qq
+pkg_version="${KUBERNETES_VERSION#v}-*"
+apt-get install -y -qq --allow-change-held-packages \
+	"kubelet=$pkg_version" "kubeadm=$pkg_version" "kubectl=$pkg_version" >/dev/null
+apt-mark hold kubelet kubeadm kubectl >/dev/null
+
+step "checks"
+got=$(kubeadm version -o short)
+[[ "$got" == "$KUBERNETES_VERSION" ]] || die "kubeadm version is $got, expected $KUBERNETES_VERSION"
+printf '  kubeadm %s, containerd %s, swap: %s\n' "$got" "$(containerd --version | awk '{print $3}')" "$(swapon --show --noheadings | wc -l) active"
+printf '  %s resolves to %s\n' "$NODE_FQDN" "$(getent hosts "$NODE_FQDN" | awk '{print $1}' || true)"
+printf 'ready for kubeadm on %s\n' "$NODE_NAME"

@@ -1,0 +1,161 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hybridctl/hybridctl/internal/plan"
+)
+
+// SigWindowsToolsCommit pins the sig-windows-tools scripts prepare.ps1
+// downloads (the guide advises a link to a commit rather than master).
+const SigWindowsToolsCommit = "401ee6fcd8369cd8c293bd361275fdbe6f24ed07"
+
+// Default script URLs and their SHA256 at SigWindowsToolsCommit.
+const (
+	DefaultInstallContainerdURL    = "https://raw.githubusercontent.com/kubernetes-sigs/sig-windows-tools/" + SigWindowsToolsCommit + "/hostprocess/Install-Containerd.ps1"
+	DefaultInstallContainerdSHA256 = "34AB189F73283AC346C86D1C0C6E8D4C7ED567E5720CC1E20B497FB7033C50BD"
+	DefaultPrepareNodeURL          = "https://raw.githubusercontent.com/kubernetes-sigs/sig-windows-tools/" + SigWindowsToolsCommit + "/hostprocess/PrepareNode.ps1"
+	DefaultPrepareNodeSHA256       = "5FB75BB136B83BE01BAE3225E0DDF7120647626D3C794BC9BAF6D718DCC0C4D8"
+)
+
+// runtimeClass renders one RuntimeClass for one Windows build (guide:
+// "Taint, RuntimeClass and Linux DaemonSets").
+func runtimeClass(rc plan.RuntimeClass) ([]byte, error) {
+	obj := nodev1.RuntimeClass{
+		TypeMeta:   typeMeta("node.k8s.io/v1", "RuntimeClass"),
+		ObjectMeta: metav1.ObjectMeta{Name: rc.Name},
+		Handler:    rc.Handler,
+		Scheduling: &nodev1.Scheduling{
+			NodeSelector: map[string]string{
+				"kubernetes.io/os":                 "windows",
+				"kubernetes.io/arch":               "amd64",
+				"node.kubernetes.io/windows-build": rc.Build,
+			},
+			Tolerations: []corev1.Toleration{{
+				Key: plan.WindowsTaintKey, Operator: corev1.TolerationOpEqual, Value: plan.WindowsTaintValue, Effect: corev1.TaintEffectNoSchedule,
+			}},
+		},
+	}
+	header := comment(
+		fmt.Sprintf("RuntimeClass for %s (build %s, images tagged %s), rendered by hybridctl.", rc.Release, rc.Build, rc.ImageTag),
+		"Nodes: "+joinComma(rc.Nodes)+".",
+	)
+	return yamlDocs(header, obj)
+}
+
+// kubeProxyWindows renders the kube-proxy DaemonSet for Windows as the guide
+// applies it: sig-windows-tools hostprocess/calico/kube-proxy/kube-proxy.yml
+// (at SigWindowsToolsCommit) with KUBE_PROXY_VERSION replaced by the cluster
+// version, built from k8s.io/api types.
+func kubeProxyWindows(p *plan.Plan) ([]byte, error) {
+	hostProcess := true
+	system := `NT AUTHORITY\system`
+	labels := map[string]string{"k8s-app": "kube-proxy-windows"}
+	ds := appsv1.DaemonSet{
+		TypeMeta: typeMeta("apps/v1", "DaemonSet"),
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "kube-proxy-windows", Namespace: "kube-system",
+			Labels: map[string]string{"k8s-app": "kube-proxy"},
+		},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: "kube-proxy",
+					SecurityContext: &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{
+						HostProcess: &hostProcess, RunAsUserName: &system,
+					}},
+					HostNetwork: true,
+					Containers: []corev1.Container{{
+						Name:            "kube-proxy",
+						Image:           p.KubeProxy.WindowsImage,
+						Args:            []string{"$env:CONTAINER_SANDBOX_MOUNT_POINT/kube-proxy/start.ps1"},
+						WorkingDir:      "$env:CONTAINER_SANDBOX_MOUNT_POINT/kube-proxy/",
+						ImagePullPolicy: corev1.PullAlways,
+						Env: []corev1.EnvVar{
+							{Name: "NODENAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "spec.nodeName"}}},
+							{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+						},
+						VolumeMounts: []corev1.VolumeMount{{MountPath: "/var/lib/kube-proxy", Name: "kube-proxy"}},
+					}},
+					NodeSelector: map[string]string{"kubernetes.io/os": "windows"},
+					Tolerations: []corev1.Toleration{
+						{Key: "CriticalAddonsOnly", Operator: corev1.TolerationOpExists},
+						{Operator: corev1.TolerationOpExists},
+					},
+					Volumes: []corev1.Volume{{
+						Name:         "kube-proxy",
+						VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-proxy"}}},
+					}},
+				},
+			},
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType},
+		},
+	}
+	header := comment(
+		"kube-proxy for Windows nodes (HostProcess, kernelspace mode), rendered by hybridctl.",
+		"Guide: \"kube-proxy for Windows\": sig-windows-tools hostprocess/calico/kube-proxy/kube-proxy.yml",
+		"at "+SigWindowsToolsCommit+" with KUBE_PROXY_VERSION = "+p.KubernetesVersion+".",
+		"It borrows kubeadm's kube-proxy ServiceAccount and ConfigMap (the kubeconfig) in kube-system.",
+	)
+	return yamlDocs(header, ds)
+}
+
+// ps1Data is what prepare.ps1.tmpl reads.
+type ps1Data struct {
+	Plan                    *plan.Plan
+	Node                    plan.Node
+	NTPPeers                string
+	InstallContainerdURL    string
+	InstallContainerdSHA256 string
+	PrepareNodeURL          string
+	PrepareNodeSHA256       string
+}
+
+func (r *renderer) windowsPrepare(n plan.Node) ([]byte, error) {
+	d := ps1Data{
+		Plan: r.plan, Node: n, NTPPeers: ntpPeers(r.plan.NodeNetwork.NTPServers),
+		InstallContainerdURL: r.opts.InstallContainerdURL, InstallContainerdSHA256: r.opts.InstallContainerdSHA256,
+		PrepareNodeURL: r.opts.PrepareNodeURL, PrepareNodeSHA256: r.opts.PrepareNodeSHA256,
+	}
+	var buf bytes.Buffer
+	if err := r.tmpl.ExecuteTemplate(&buf, "prepare.ps1.tmpl", d); err != nil {
+		return nil, fmt.Errorf("node %s: prepare.ps1: %w", n.Name, err)
+	}
+	// Windows PowerShell 5.1 reads a script without a BOM as the ANSI code
+	// page; the rendered script is ASCII unless a value is not, so CRLF line
+	// ends and a UTF-8 BOM make it read the same everywhere.
+	out := append([]byte{0xEF, 0xBB, 0xBF}, bytes.ReplaceAll(buf.Bytes(), []byte("\n"), []byte("\r\n"))...)
+	return out, nil
+}
+
+// ntpPeers is w32tm's /manualpeerlist: each server with the 0x8 (client
+// mode) flag, space separated.
+func ntpPeers(servers []string) string {
+	var b bytes.Buffer
+	for i, s := range servers {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s + ",0x8")
+	}
+	return b.String()
+}
+
+func joinComma(s []string) string {
+	var b bytes.Buffer
+	for i, x := range s {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(x)
+	}
+	return b.String()
+}

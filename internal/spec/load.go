@@ -1,0 +1,360 @@
+package spec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// MaxSpecBytes bounds the size of a spec file; a cluster spec is a few KB.
+const MaxSpecBytes = 4 << 20
+
+// Result is a loaded spec: the cluster with defaults applied and every
+// diagnostic found, errors and warnings.
+type Result struct {
+	File        string
+	Cluster     *Cluster
+	Diagnostics Diagnostics
+	lines       lineIndex
+}
+
+// Err returns an *InvalidError when the spec has errors, nil otherwise.
+func (r *Result) Err() error {
+	if len(r.Diagnostics.Errors()) == 0 {
+		return nil
+	}
+	return &InvalidError{File: r.File, Diagnostics: r.Diagnostics}
+}
+
+// Line returns the line of a field path in the source, or of its nearest
+// ancestor present in the source; 0 when unknown.
+func (r *Result) Line(path string) int { return r.lines.lookup(path) }
+
+// Load reads, parses, defaults and validates a spec. The error is an I/O
+// error (wrapped, naming the file) or an *InvalidError listing every problem.
+// Warnings are available through LoadFile.
+func Load(ctx context.Context, path string) (*Cluster, error) {
+	r, err := LoadFile(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	return r.Cluster, nil
+}
+
+// LoadFile reads a spec from path ("-" reads standard input is not
+// supported here; use Parse) and returns the result with all diagnostics.
+// The error is non-nil only when the file cannot be read.
+func LoadFile(ctx context.Context, path string) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading cluster spec: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxSpecBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading cluster spec %s: %w", path, err)
+	}
+	if len(data) > MaxSpecBytes {
+		return nil, fmt.Errorf("reading cluster spec %s: larger than %d bytes", path, MaxSpecBytes)
+	}
+	return Parse(path, data), nil
+}
+
+// Parse parses spec source. It never panics and never fails: everything
+// wrong is a diagnostic in the result. When the structure is too broken to
+// decode, Cluster is nil.
+func Parse(file string, data []byte) *Result {
+	r := &Result{File: file, lines: lineIndex{}}
+	add := func(line int, path, msg string) {
+		r.Diagnostics = append(r.Diagnostics, Diagnostic{
+			Severity: SeverityError, Rule: ruleStructure.ID, Name: ruleStructure.Name,
+			File: file, Line: line, Path: path, Message: msg,
+		})
+	}
+
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			add(1, "", "the file is empty; want a hybridctl.dev/v1alpha1 Cluster (try 'hybridctl init')")
+		} else {
+			line, msg := yamlErrorLine(err)
+			add(line, "", msg)
+		}
+		return r
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		add(extra.Line, "", "the file holds more than one YAML document; a spec is one Cluster document")
+	} else if !errors.Is(err, io.EOF) {
+		line, msg := yamlErrorLine(err)
+		add(line, "", msg)
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	w := walker{file: file, lines: r.lines}
+	w.walk(root, reflect.TypeOf(Cluster{}), "")
+	r.Diagnostics = append(r.Diagnostics, w.diags...)
+	if w.fatal {
+		r.Diagnostics.sort()
+		return r
+	}
+	var c Cluster
+	if err := root.Decode(&c); err != nil {
+		// The walker checks every shape the decoder needs; reaching this
+		// is a bug, but still an error and not a panic.
+		line, msg := yamlErrorLine(err)
+		add(line, "", msg)
+		r.Diagnostics.sort()
+		return r
+	}
+	r.Cluster = &c
+	SetDefaults(r.Cluster)
+	r.Diagnostics = append(r.Diagnostics, validate(r)...)
+	r.Diagnostics = dedupe(r.Diagnostics)
+	r.Diagnostics.sort()
+	return r
+}
+
+// dedupe drops validation diagnostics on a path that already has a
+// structural error (the field could not be read, so rules on it would only
+// repeat the problem).
+func dedupe(ds Diagnostics) Diagnostics {
+	broken := map[string]bool{}
+	for _, d := range ds {
+		if d.Rule == ruleStructure.ID && d.Path != "" {
+			broken[d.Path] = true
+		}
+	}
+	if len(broken) == 0 {
+		return ds
+	}
+	out := ds[:0]
+	for _, d := range ds {
+		if d.Rule != ruleStructure.ID && broken[d.Path] {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func yamlErrorLine(err error) (int, string) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if i := strings.Index(rest, ":"); i > 0 {
+			if n, convErr := strconv.Atoi(rest[:i]); convErr == nil {
+				return n, "invalid YAML: " + strings.TrimSpace(rest[i+1:])
+			}
+		}
+	}
+	return 0, "invalid YAML: " + msg
+}
+
+// lineIndex maps field paths (spec.nodes[3].name) to source lines.
+type lineIndex map[string]int
+
+func (li lineIndex) lookup(path string) int {
+	for p := path; ; {
+		if l, ok := li[p]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			return li[""]
+		}
+		p = p[:i]
+	}
+}
+
+// walker checks a YAML tree against the Go types strictly: unknown and
+// duplicate keys, wrong shapes and scalar types are errors with their path
+// and line. It records the line of every path it sees.
+type walker struct {
+	file  string
+	lines lineIndex
+	diags Diagnostics
+	fatal bool // the document's root is not a mapping: nothing to decode
+}
+
+// errorf reports a structural error. With drop set, the offending node is
+// turned into a null so that decoding goes on with the field's zero value
+// and every other problem in the file is still found.
+func (w *walker) errorf(n *yaml.Node, path string, drop bool, format string, a ...any) {
+	w.diags = append(w.diags, Diagnostic{
+		Severity: SeverityError, Rule: ruleStructure.ID, Name: ruleStructure.Name,
+		File: w.file, Line: n.Line, Path: path, Message: fmt.Sprintf(format, a...),
+	})
+	if drop {
+		if path == "" {
+			w.fatal = true
+		}
+		*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: n.Line, Column: n.Column}
+	}
+}
+
+func join(path, field string) string {
+	if path == "" {
+		return field
+	}
+	return path + "." + field
+}
+
+func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
+	if _, seen := w.lines[path]; !seen {
+		w.lines[path] = n.Line
+	}
+	if n.Kind == yaml.AliasNode {
+		w.errorf(n, path, true, "YAML aliases are not supported in a cluster spec")
+		return
+	}
+	if n.Tag == "!!null" {
+		return // an explicit null leaves the zero value; validation says if it is required
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		w.walk(n, t.Elem(), path)
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			w.errorf(n, path, true, "want a mapping (key: value), got %s", describe(n))
+			return
+		}
+		fields := yamlFields(t)
+		seen := map[string]int{}
+		kept := n.Content[:0]
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			key := k.Value
+			fp := join(path, key)
+			if k.Kind != yaml.ScalarNode {
+				w.errorf(k, path, false, "a key must be a plain name, got %s", describe(k))
+				continue
+			}
+			if prev, dup := seen[key]; dup {
+				w.errorf(k, fp, false, "%q is set twice (first on line %d)", key, prev)
+				continue
+			}
+			seen[key] = k.Line
+			ft, ok := fields[key]
+			if !ok {
+				w.errorf(k, fp, false, "unknown field %q%s", key, suggest(key, fields))
+				continue
+			}
+			w.lines[fp] = k.Line
+			w.walk(v, ft, fp)
+			kept = append(kept, k, v)
+		}
+		// Dropped pairs (unknown, duplicate, odd keys) are not decoded.
+		n.Content = kept
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			w.errorf(n, path, true, "want a list, got %s", describe(n))
+			return
+		}
+		for i, item := range n.Content {
+			w.walk(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
+		}
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode {
+			w.errorf(n, path, true, "want a string, got %s", describe(n))
+		}
+	case reflect.Int:
+		if n.Kind != yaml.ScalarNode {
+			w.errorf(n, path, true, "want a whole number, got %s", describe(n))
+			return
+		}
+		if _, err := strconv.ParseInt(n.Value, 0, 32); err != nil || n.Tag != "!!int" {
+			w.errorf(n, path, true, "want a whole number, got %q", n.Value)
+		}
+	case reflect.Bool:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+			w.errorf(n, path, true, "want true or false, got %s", describe(n))
+		}
+	default:
+		w.errorf(n, path, true, "unsupported field type %s", t)
+	}
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "nothing"
+}
+
+// yamlFields maps the YAML keys of a struct type to their field types.
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	m := make(map[string]reflect.Type, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		m[name] = f.Type
+	}
+	return m
+}
+
+// suggest proposes the known field closest to a misspelled one.
+func suggest(key string, fields map[string]reflect.Type) string {
+	best, bestD := "", 3
+	for name := range fields {
+		d := editDistance(strings.ToLower(key), strings.ToLower(name))
+		if d < bestD || (d == bestD && best != "" && name < best) {
+			best, bestD = name, d
+		}
+	}
+	if best == "" {
+		names := make([]string, 0, len(fields))
+		for name := range fields {
+			names = append(names, name)
+		}
+		sortStrings(names)
+		return "; known fields: " + strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("; did you mean %q?", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

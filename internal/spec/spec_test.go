@@ -1,0 +1,285 @@
+package spec
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// want is one expected diagnostic, read from a fixture's "# want:" lines.
+type want struct {
+	line     int
+	severity Severity
+	rule     string
+	path     string
+}
+
+func (w want) String() string { return fmt.Sprintf("%d %s %s %s", w.line, w.severity, w.rule, w.path) }
+
+func readWants(t *testing.T, data []byte) []want {
+	t.Helper()
+	var ws []want
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "# want: ")
+		if !ok || strings.HasPrefix(rest, "LINE") {
+			continue
+		}
+		var w want
+		var sev string
+		if _, err := fmt.Sscanf(rest, "%d %s %s %s", &w.line, &sev, &w.rule, &w.path); err != nil {
+			t.Fatalf("bad want line %q: %v", rest, err)
+		}
+		w.severity = Severity(sev)
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+func sortedStrings[T fmt.Stringer](xs []T) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = x.String()
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestFixtures runs every spec in testdata/valid and testdata/invalid and
+// compares the diagnostics with the file's "# want:" lines exactly: every
+// wanted diagnostic at its line, and no other.
+func TestFixtures(t *testing.T) {
+	for _, dir := range []string{"valid", "invalid"} {
+		files, err := filepath.Glob(filepath.Join("testdata", dir, "*.yaml"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no fixtures in testdata/%s: %v", dir, err)
+		}
+		for _, f := range files {
+			t.Run(dir+"/"+filepath.Base(f), func(t *testing.T) {
+				data, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wants := readWants(t, data)
+				r := Parse(f, data)
+				got := make([]want, 0, len(r.Diagnostics))
+				for _, d := range r.Diagnostics {
+					got = append(got, want{d.Line, d.Severity, d.Rule, d.Path})
+					if d.File != f {
+						t.Errorf("diagnostic %v names file %q, want %q", d, d.File, f)
+					}
+					if d.Message == "" {
+						t.Errorf("diagnostic %v has no message", d)
+					}
+				}
+				g, w := sortedStrings(got), sortedStrings(wants)
+				if strings.Join(g, "\n") != strings.Join(w, "\n") {
+					t.Errorf("diagnostics differ\n got:\n  %s\nwant:\n  %s\nmessages:\n%s", strings.Join(g, "\n  "), strings.Join(w, "\n  "), diagText(r.Diagnostics))
+				}
+				hasErr := len(r.Diagnostics.Errors()) > 0
+				if dir == "valid" && hasErr {
+					t.Errorf("a valid fixture has errors")
+				}
+				if dir == "invalid" && !hasErr && !strings.Contains(f, "warning") && !strings.Contains(f, "one-linux") && !strings.Contains(f, "-ip") && !strings.Contains(f, "compat") {
+					t.Errorf("an invalid fixture has no errors")
+				}
+				if (r.Err() == nil) == hasErr {
+					t.Errorf("Err() = %v, but errors present = %v", r.Err(), hasErr)
+				}
+			})
+		}
+	}
+}
+
+// TestEveryRuleHasAFailingFixture keeps the rule list and the fixtures in
+// step: each rule must be shown failing by at least one fixture.
+func TestEveryRuleHasAFailingFixture(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "invalid", "*.yaml"))
+	seen := map[string]bool{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range readWants(t, data) {
+			seen[w.rule] = true
+		}
+	}
+	ids := map[string]bool{}
+	for _, r := range Rules() {
+		if ids[r.ID] {
+			t.Errorf("rule ID %s used twice", r.ID)
+		}
+		ids[r.ID] = true
+		if r.Doc == "" || r.Name == "" {
+			t.Errorf("rule %s lacks a name or doc", r.ID)
+		}
+		if !seen[r.ID] {
+			t.Errorf("rule %s (%s) has no failing fixture in testdata/invalid", r.ID, r.Name)
+		}
+	}
+}
+
+func diagText(ds Diagnostics) string {
+	var b strings.Builder
+	for _, d := range ds {
+		b.WriteString("  " + d.String() + "\n")
+	}
+	return b.String()
+}
+
+func TestDiagnosticFormat(t *testing.T) {
+	data := []byte(strings.Replace(mustRead(t, "testdata/base.yaml"), "k8s-lab-win-1", "k8s-lab-windows-01", 1))
+	r := Parse("cluster.yaml", data)
+	errs := r.Diagnostics.Errors()
+	if len(errs) != 1 {
+		t.Fatalf("want one error, got:\n%s", diagText(r.Diagnostics))
+	}
+	want := `cluster.yaml:40: spec.nodes[3].name: "k8s-lab-windows-01" is 18 characters; a Windows computer name is at most 15 [S301 windows-computer-name]`
+	if got := errs[0].String(); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	var ie *InvalidError
+	if err := r.Err(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Err() = %v, want it to list %q", err, want)
+	} else if _, ok := err.(*InvalidError); !ok {
+		t.Errorf("Err() is %T, want %T", err, ie)
+	}
+}
+
+func TestBrokenDocuments(t *testing.T) {
+	cases := []struct {
+		name, src, wantMsg string
+		wantLine           int
+	}{
+		{"empty", "", "the file is empty", 1},
+		{"comment only", "# nothing\n", "the file is empty", 1},
+		{"syntax", "apiVersion: x\n  kind: : :\n", "invalid YAML", 2},
+		{"scalar root", "hello\n", "want a mapping", 1},
+		{"list root", "- a\n- b\n", "want a mapping", 1},
+		{"two documents", mustRead(t, "testdata/base.yaml") + "---\nkind: Cluster\n", "more than one YAML document", 45},
+		{"alias", "apiVersion: &a hybridctl.dev/v1alpha1\nkind: *a\n", "aliases are not supported", 2},
+		{"tab indentation", "spec:\n\tnodes: []\n", "invalid YAML", 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := Parse("x.yaml", []byte(c.src))
+			if r.Err() == nil {
+				t.Fatal("want an error")
+			}
+			found := false
+			for _, d := range r.Diagnostics {
+				if strings.Contains(d.Message, c.wantMsg) && d.Line == c.wantLine {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("want %q on line %d, got:\n%s", c.wantMsg, c.wantLine, diagText(r.Diagnostics))
+			}
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	r := Parse("minimal.yaml", []byte(mustRead(t, "testdata/valid/minimal.yaml")))
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	s := r.Cluster.Spec
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"kubernetesVersion", s.KubernetesVersion, "v1.37.2"},
+		{"blockSize", s.Network.BlockSize, 26},
+		{"serviceCIDR", s.Network.ServiceCIDR, "10.96.0.0/12"},
+		{"dnsDomain", s.Network.DNSDomain, "cluster.local"},
+		{"mtu", s.Network.MTU, 1500},
+		{"containerd", s.Containerd.Version, "2.2.2"},
+		{"crictl follows the minor", s.Crictl.Version, "1.37.0"},
+		{"calico", s.Calico.Version, "v3.33.0"},
+		{"linuxDataplane", s.Calico.LinuxDataplane, "Nftables"},
+		{"encapsulation", s.Calico.Encapsulation, "VXLAN"},
+		{"bgp", s.Calico.BGP, "Disabled"},
+		{"natOutgoing", *s.Calico.NATOutgoing, true},
+		{"kubeProxy", s.KubeProxy.Mode, "nftables"},
+		{"role", s.Nodes[1].Role, RoleWorker},
+		{"os", s.Nodes[1].OS, OSLinux},
+		{"ssh port", s.Nodes[0].SSH.Port, 22},
+		{"linux ssh user", s.Nodes[0].SSH.User, "root"},
+		{"windows ssh user", s.Nodes[3].SSH.User, "Administrator"},
+		{"windows build", s.Nodes[3].Windows.Build, "10.0.26100"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	// Idempotent.
+	before := fmt.Sprintf("%+v", *r.Cluster)
+	SetDefaults(r.Cluster)
+	if after := fmt.Sprintf("%+v", *r.Cluster); after != before {
+		t.Errorf("SetDefaults is not idempotent")
+	}
+}
+
+func TestSuggestion(t *testing.T) {
+	r := Parse("x.yaml", []byte(strings.Replace(mustRead(t, "testdata/base.yaml"), "podCIDR:", "podCidr:", 1)))
+	for _, d := range r.Diagnostics {
+		if d.Path == "spec.network.podCidr" {
+			if !strings.Contains(d.Message, `did you mean "podCIDR"?`) {
+				t.Errorf("message %q lacks the suggestion", d.Message)
+			}
+			return
+		}
+	}
+	t.Errorf("no diagnostic for podCidr:\n%s", diagText(r.Diagnostics))
+}
+
+func TestParseSemver(t *testing.T) {
+	cases := []struct {
+		in   string
+		ok   bool
+		want semver
+	}{
+		{"v1.37.2", true, semver{1, 37, 2, "", true}},
+		{"2.2.2", true, semver{2, 2, 2, "", false}},
+		{"v1.38.0-rc.1", true, semver{1, 38, 0, "rc.1", true}},
+		{"v1.37", false, semver{}},
+		{"1.037.2", false, semver{}},
+		{"v1.x.2", false, semver{}},
+		{"", false, semver{}},
+		{"vv1.2.3", false, semver{}},
+	}
+	for _, c := range cases {
+		got, ok := parseSemver(c.in)
+		if ok != c.ok || (ok && got != c.want) {
+			t.Errorf("parseSemver(%q) = %+v, %v; want %+v, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestDocsListEveryRule keeps docs/spec.md's rule table equal to Rules().
+func TestDocsListEveryRule(t *testing.T) {
+	doc := mustRead(t, "../../docs/spec.md")
+	for _, r := range Rules() {
+		row := fmt.Sprintf("| %s | %s | %s |", r.ID, r.Name, r.Doc)
+		if !strings.Contains(doc, row) {
+			t.Errorf("docs/spec.md lacks the row:\n%s", row)
+		}
+	}
+}

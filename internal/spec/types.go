@@ -1,0 +1,134 @@
+// Package spec is the hybridctl cluster spec, hybridctl.dev/v1alpha1 Cluster:
+// its types, strict loading with line numbers, defaults and validation.
+//
+// The field names are a user-facing contract (design §4): they may be
+// added to, never renamed.
+package spec
+
+// APIVersion and Kind identify a cluster spec document.
+const (
+	APIVersion = "hybridctl.dev/v1alpha1"
+	Kind       = "Cluster"
+)
+
+// Node roles and operating systems.
+const (
+	RoleControlPlane = "control-plane"
+	RoleWorker       = "worker"
+	OSLinux          = "linux"
+	OSWindows        = "windows"
+)
+
+// Cluster is one hybrid cluster: a kubeadm control plane, Linux workers and
+// Windows workers on Calico VXLAN.
+type Cluster struct {
+	APIVersion string      `yaml:"apiVersion" json:"apiVersion"`
+	Kind       string      `yaml:"kind" json:"kind"`
+	Metadata   Metadata    `yaml:"metadata" json:"metadata"`
+	Spec       ClusterSpec `yaml:"spec" json:"spec"`
+}
+
+// Metadata names the cluster. The name becomes the kubeconfig context name.
+type Metadata struct {
+	Name string `yaml:"name" json:"name"`
+}
+
+// ClusterSpec is the desired cluster.
+type ClusterSpec struct {
+	// KubernetesVersion is the kubeadm/kubelet version, with a leading v.
+	KubernetesVersion string `yaml:"kubernetesVersion" json:"kubernetesVersion"`
+	// ControlPlaneEndpoint is host:port of the API, preferably a DNS name.
+	ControlPlaneEndpoint string           `yaml:"controlPlaneEndpoint" json:"controlPlaneEndpoint"`
+	Network              Network          `yaml:"network" json:"network"`
+	Containerd           ComponentVersion `yaml:"containerd" json:"containerd"`
+	Crictl               ComponentVersion `yaml:"crictl" json:"crictl"`
+	Calico               Calico           `yaml:"calico" json:"calico"`
+	KubeProxy            KubeProxy        `yaml:"kubeProxy" json:"kubeProxy"`
+	Addons               Addons           `yaml:"addons" json:"addons"`
+	Nodes                []Node           `yaml:"nodes" json:"nodes"`
+}
+
+// Network holds the node, pod and service networks and the name services.
+type Network struct {
+	NodeCIDR    string   `yaml:"nodeCIDR" json:"nodeCIDR"`
+	Gateway     string   `yaml:"gateway" json:"gateway"`
+	DNSServers  []string `yaml:"dnsServers" json:"dnsServers"`
+	NTPServers  []string `yaml:"ntpServers" json:"ntpServers"`
+	DNSSuffix   string   `yaml:"dnsSuffix" json:"dnsSuffix"`
+	PodCIDR     string   `yaml:"podCIDR" json:"podCIDR"`
+	BlockSize   int      `yaml:"blockSize" json:"blockSize"`
+	ServiceCIDR string   `yaml:"serviceCIDR" json:"serviceCIDR"`
+	DNSDomain   string   `yaml:"dnsDomain" json:"dnsDomain"`
+	// MTU is the node network's MTU; the pod MTU is derived from it.
+	MTU int `yaml:"mtu" json:"mtu"`
+}
+
+// ComponentVersion pins a component's version (without a leading v for
+// containerd and crictl, as their release files are named).
+type ComponentVersion struct {
+	Version string `yaml:"version" json:"version"`
+}
+
+// Calico configures the Tigera operator's Installation.
+type Calico struct {
+	Version        string `yaml:"version" json:"version"`
+	LinuxDataplane string `yaml:"linuxDataplane" json:"linuxDataplane"`
+	Encapsulation  string `yaml:"encapsulation" json:"encapsulation"`
+	BGP            string `yaml:"bgp" json:"bgp"`
+	NATOutgoing    *bool  `yaml:"natOutgoing" json:"natOutgoing"`
+}
+
+// KubeProxy configures kube-proxy on Linux nodes.
+type KubeProxy struct {
+	Mode string `yaml:"mode" json:"mode"`
+}
+
+// Addons are optional cluster add-ons; nil means not installed.
+type Addons struct {
+	MetricsServer *Addon `yaml:"metricsServer,omitempty" json:"metricsServer,omitempty"`
+	CertManager   *Addon `yaml:"certManager,omitempty" json:"certManager,omitempty"`
+}
+
+// Addon pins an add-on's version.
+type Addon struct {
+	Version string `yaml:"version" json:"version"`
+}
+
+// Node is one machine of the cluster.
+type Node struct {
+	Name    string   `yaml:"name" json:"name"`
+	Role    string   `yaml:"role" json:"role"`
+	OS      string   `yaml:"os" json:"os"`
+	Address string   `yaml:"address" json:"address"`
+	SSH     *SSH     `yaml:"ssh,omitempty" json:"ssh,omitempty"`
+	Windows *Windows `yaml:"windows,omitempty" json:"windows,omitempty"`
+}
+
+// SSH says how apply reaches a node.
+type SSH struct {
+	User string `yaml:"user" json:"user"`
+	Port int    `yaml:"port" json:"port"`
+	// Host overrides the address apply connects to (default: the node's
+	// address), for bastions and port forwards.
+	Host string `yaml:"host,omitempty" json:"host,omitempty"`
+}
+
+// Windows holds Windows-only node settings.
+type Windows struct {
+	// Build is the OS build: 10.0.17763 (2019), 10.0.20348 (2022),
+	// 10.0.26100 (2025).
+	Build string `yaml:"build" json:"build"`
+}
+
+// IsWindows reports whether the node runs Windows.
+func (n Node) IsWindows() bool { return n.OS == OSWindows }
+
+// HasWindows reports whether any node runs Windows.
+func (c *Cluster) HasWindows() bool {
+	for _, n := range c.Spec.Nodes {
+		if n.IsWindows() {
+			return true
+		}
+	}
+	return false
+}

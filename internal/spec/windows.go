@@ -1,0 +1,37 @@
+package spec
+
+// WindowsRelease is a Windows Server release that can run Kubernetes nodes.
+type WindowsRelease struct {
+	// Build is the OS build as the node label
+	// node.kubernetes.io/windows-build shows it.
+	Build string
+	// Name is the marketing name (Windows Server 2025).
+	Name string
+	// Year is the release year used in RuntimeClass names.
+	Year string
+	// ImageTag is the tag suffix of matching container images (ltsc2025).
+	ImageTag string
+}
+
+// RuntimeClass is the name of the RuntimeClass hybridctl creates for the
+// release: windows-2025.
+func (r WindowsRelease) RuntimeClass() string { return "windows-" + r.Year }
+
+// WindowsReleases lists the known Windows Server releases, oldest first.
+func WindowsReleases() []WindowsRelease {
+	return []WindowsRelease{
+		{Build: "10.0.17763", Name: "Windows Server 2019", Year: "2019", ImageTag: "ltsc2019"},
+		{Build: "10.0.20348", Name: "Windows Server 2022", Year: "2022", ImageTag: "ltsc2022"},
+		{Build: "10.0.26100", Name: "Windows Server 2025", Year: "2025", ImageTag: "ltsc2025"},
+	}
+}
+
+// WindowsReleaseForBuild returns the release of a build.
+func WindowsReleaseForBuild(build string) (WindowsRelease, bool) {
+	for _, r := range WindowsReleases() {
+		if r.Build == build {
+			return r, true
+		}
+	}
+	return WindowsRelease{}, false
+}
