@@ -62,10 +62,8 @@ func run(dir string, nNodes, nPods, perFile int) error {
 	if err != nil {
 		return err
 	}
-	for _, ns := range []string{"tigera-operator", "calico-system", "kube-system"} {
-		if ns != "kube-system" {
-			fmt.Fprintf(f.w, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {pod-security.kubernetes.io/enforce: privileged}}\n", ns)
-		}
+	for _, ns := range []string{"tigera-operator", "calico-system"} {
+		fmt.Fprintf(f.w, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {pod-security.kubernetes.io/enforce: privileged}}\n", ns)
 		fmt.Fprintf(f.w, "---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: default, namespace: %s}\n", ns)
 	}
 	for i := 0; i < 50; i++ {

@@ -131,6 +131,16 @@ func TestLintCharts(t *testing.T) {
 	}
 }
 
+// TestLintLab: the guide's lab as manifests gives nothing at warning or
+// above.
+func TestLintLab(t *testing.T) {
+	r := runCLI(t, "", "lint", filepath.Join("..", "..", "testdata", "clusters", "lab"), "-o", "json", "--fail-on", "warning")
+	rep := decodeReport(t, r.out)
+	if r.code != ExitOK || rep.Summary["errors"] != 0 || rep.Summary["warnings"] != 0 || rep.Summary["objects"] < 50 {
+		t.Fatalf("exit %d, summary %v\n%s", r.code, rep.Summary, r.err)
+	}
+}
+
 // TestLintGolden pins every output format on a small fixture.
 func TestLintGolden(t *testing.T) {
 	for _, format := range []string{"table", "json", "sarif", "junit"} {
