@@ -154,7 +154,7 @@ func run(dir string, nNodes, nPods, perFile int) error {
 					return err
 				}
 			} else {
-				if err := emit(linuxPod, d, r, ns, d, d, (d*10+r)%nLinux, d, r, d, r); err != nil {
+				if err := emit(linuxPod, d, r, ns, d, d, (d*10+r)%nLinux, d, r); err != nil {
 					return err
 				}
 			}
@@ -382,7 +382,6 @@ spec:
     projected: {sources: [{serviceAccountToken: {path: token, expirationSeconds: 3607}}, {configMap: {name: kube-root-ca.crt}}]}
 status:
   phase: Running
-  podIP: 172.16.%[9]d.%[10]d
   conditions:
   - {type: Ready, status: "True"}
   containerStatuses: [{name: app, ready: true, restartCount: 0, state: {running: {startedAt: "2026-11-06T20:00:00Z"}}}]

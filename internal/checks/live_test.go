@@ -78,15 +78,21 @@ func TestLiveLab(t *testing.T) {
 	if s.ServerVersion != "v1.37.2" || len(s.Nodes) != 4 {
 		t.Fatalf("server %q, %d nodes", s.ServerVersion, len(s.Nodes))
 	}
-	// Pagination: the same result with pages of one object.
+	// Pagination instead of the watch-list stream: the same objects, with
+	// pages of one object.
 	cs, _, _ := checks.Selected(checks.Options{})
-	s1, err := snapshot.LoadLive(context.Background(), env.AdminConfig(), snapshot.LiveOptions{Kinds: checks.Needs(cs), PageSize: 1})
+	s1, err := snapshot.LoadLive(context.Background(), env.AdminConfig(), snapshot.LiveOptions{Kinds: checks.Needs(cs), PageSize: 1, Paginate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s1.Len() != s.Len() {
-		t.Fatalf("limit=1 listed %d objects, limit=500 %d", s1.Len(), s.Len())
+		t.Fatalf("paginated LIST (limit=1) read %d objects, watch-list %d", s1.Len(), s.Len())
 	}
+	res1, err := checks.Run(s1, checks.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectFindings(t, res1, labInfo)
 }
 
 // TestLiveDoctorCLI runs the command as a user would, through a kubeconfig.
@@ -112,10 +118,16 @@ func TestLiveDoctorCLI(t *testing.T) {
 }
 
 // readOnlyRole is a view-like ClusterRole: get/list/watch only. without
-// drops API groups from it.
+// drops API groups from it; a "-watch" entry drops the watch verb.
 func readOnlyRole(name string, without ...string) *rbacv1.ClusterRole {
+	verbs := []string{"get", "list", "watch"}
+	for _, w := range without {
+		if w == "-watch" {
+			verbs = verbs[:2]
+		}
+	}
 	r := func(group string, resources ...string) rbacv1.PolicyRule {
-		return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: []string{"get", "list", "watch"}}
+		return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: verbs}
 	}
 	all := []rbacv1.PolicyRule{
 		r("", "nodes", "namespaces", "pods", "services", "configmaps"),
@@ -158,7 +170,7 @@ func bindUser(t *testing.T, cs *kubernetes.Clientset, role *rbacv1.ClusterRole, 
 }
 
 // TestLiveRBAC: a user with get/list/watch only gets the same result as
-// the admin (doctor never writes); with CSRs and the operator's resources
+// the admin (doctor never writes), and so does one with get/list only; with CSRs and the operator's resources
 // forbidden, exactly their checks are skipped, with the reason.
 func TestLiveRBAC(t *testing.T) {
 	env := testenv.Get(t)
@@ -175,6 +187,18 @@ func TestLiveRBAC(t *testing.T) {
 	expectFindings(t, res, labInfo)
 	if len(res.Skipped) != 0 {
 		t.Fatalf("skipped with full read access: %+v", res.Skipped)
+	}
+
+	// Without the watch verb the loader falls back to paginated LISTs.
+	bindUser(t, cs, readOnlyRole("hybridctl-doctor-test-listonly", "-watch"), "auditor-listonly")
+	cfg, err = env.UserConfig("auditor-listonly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ = liveRun(t, cfg, checks.Options{})
+	expectFindings(t, res, labInfo)
+	if len(res.Skipped) != 0 {
+		t.Fatalf("skipped with get/list only: %+v", res.Skipped)
 	}
 
 	bindUser(t, cs, readOnlyRole("hybridctl-doctor-test-partial", "certificates.k8s.io", "operator.tigera.io"), "auditor-partial")

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"sort"
 	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -25,6 +27,12 @@ type LiveOptions struct {
 	PageSize int
 	// Concurrency caps the kinds listed at once (default 6).
 	Concurrency int
+	// Paginate forces paginated LISTs. By default a kind is first read as
+	// a watch-list stream (watch with sendInitialEvents=true, served from
+	// the watch cache one object at a time, ended by a bookmark), and
+	// paginated LISTs are used when the server or the user's RBAC (no
+	// watch verb) does not allow it.
+	Paginate bool
 }
 
 // resource is where a kind is listed; alternatives are tried in order
@@ -221,6 +229,22 @@ func (r resource) resourceName() string {
 }
 
 func (s *Snapshot) listResource(ctx context.Context, rc rest.Interface, k Kind, r resource, opts LiveOptions) error {
+	if !opts.Paginate {
+		n, err := s.watchList(ctx, rc, k, r, opts)
+		if err == nil {
+			return nil
+		}
+		var status apierrors.APIStatus
+		if n > 0 || (!errors.As(err, &status) && !errors.Is(err, errNoInitialEventsEnd)) {
+			// Part of the objects were added already, or the failure is
+			// not an answer from the API server (the connection): do not
+			// retry. Any refusal (watch forbidden, watch-list not
+			// supported, e.g. "the required storage feature
+			// RequestWatchProgress is disabled" with etcd 3.4) falls back
+			// to paginated LISTs, which report real errors themselves.
+			return err
+		}
+	}
 	apiVersion := r.groupVersion
 	kindName := string(k)
 	cont := ""
@@ -276,4 +300,69 @@ func (s *Snapshot) getKubeadmConfig(ctx context.Context, rc rest.Interface) erro
 	}
 	s.locked(func() { s.Listed[KindClusterConfiguration] = true })
 	return nil
+}
+
+// errNoInitialEventsEnd: the watch ended before the bookmark that closes
+// the initial events (an API server without watch-list support).
+var errNoInitialEventsEnd = errors.New("watch ended before the initial-events-end bookmark")
+
+// watchList streams a kind's objects from the watch cache: a watch with
+// sendInitialEvents=true sends every object as an ADDED event and then a
+// BOOKMARK annotated k8s.io/initial-events-end. Objects are decoded one by
+// one as they arrive, so neither the server nor this client builds the
+// whole list in memory. It returns how many objects it added.
+func (s *Snapshot) watchList(ctx context.Context, rc rest.Interface, k Kind, r resource, opts LiveOptions) (int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	body, err := rc.Get().AbsPath(r.path(opts.Namespace)).
+		Param("watch", "true").
+		Param("sendInitialEvents", "true").
+		Param("resourceVersionMatch", "NotOlderThan").
+		Param("allowWatchBookmarks", "true").
+		Param("timeoutSeconds", "600").
+		SetHeader("Accept", "application/json").
+		Stream(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer body.Close()
+	dec := json.NewDecoder(body)
+	n := 0
+	for {
+		var ev struct {
+			Type   string          `json:"type"`
+			Object json.RawMessage `json:"object"`
+		}
+		if err := dec.Decode(&ev); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return n, errNoInitialEventsEnd
+			}
+			return n, fmt.Errorf("watch %s: %w", r.resourceName(), err)
+		}
+		switch ev.Type {
+		case "ADDED":
+			if err := s.AddKind(k, r.groupVersion, string(k), ev.Object, Source{}); err != nil {
+				return n, fmt.Errorf("%s %s: %w", k, nameOf(ev.Object), err)
+			}
+			n++
+		case "BOOKMARK":
+			var b struct {
+				Metadata struct {
+					Annotations map[string]string `json:"annotations"`
+				} `json:"metadata"`
+			}
+			if json.Unmarshal(ev.Object, &b) == nil && b.Metadata.Annotations["k8s.io/initial-events-end"] == "true" {
+				return n, nil
+			}
+		case "ERROR":
+			var st metav1.Status
+			if json.Unmarshal(ev.Object, &st) == nil {
+				return n, &apierrors.StatusError{ErrStatus: st}
+			}
+			return n, fmt.Errorf("watch %s: error event", r.resourceName())
+		default:
+			// MODIFIED/DELETED cannot come before the initial events end.
+			return n, fmt.Errorf("watch %s: unexpected %s event before the initial events ended", r.resourceName(), ev.Type)
+		}
+	}
 }
