@@ -115,6 +115,15 @@ func TestLiveDoctorCLI(t *testing.T) {
 	if rep.Summary["errors"] != 0 || rep.Summary["warnings"] != 0 || rep.Summary["info"] != len(labInfo) || len(rep.Skipped) != 0 {
 		t.Fatalf("summary %v, skipped %d", rep.Summary, len(rep.Skipped))
 	}
+
+	// -n: namespaced objects from one namespace only; what lives elsewhere
+	// (the kubernetes-services-endpoint ConfigMap) is not reported missing.
+	out.Reset()
+	code = cli.Main(context.Background(), []string{"doctor", "--kubeconfig", env.KubeconfigPath(), "-n", "win-demo", "-o", "json", "--fail-on", "info"},
+		strings.NewReader(""), &out, &errOut)
+	if code != 0 {
+		t.Fatalf("-n win-demo: exit %d: %s\n%s", code, errOut.String(), out.String())
+	}
 }
 
 // readOnlyRole is a view-like ClusterRole: get/list/watch only. without

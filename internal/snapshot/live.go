@@ -197,7 +197,11 @@ func (s *Snapshot) listKind(ctx context.Context, rc rest.Interface, k Kind, rs [
 		err := s.listResource(ctx, rc, k, r, opts)
 		switch {
 		case err == nil:
-			s.locked(func() { s.Listed[k] = true })
+			// A namespaced kind listed in one namespace is not complete:
+			// "X does not exist" cannot be concluded from it.
+			if !r.namespaced || opts.Namespace == "" {
+				s.locked(func() { s.Listed[k] = true })
+			}
 			return nil
 		case apierrors.IsForbidden(err):
 			s.locked(func() {
