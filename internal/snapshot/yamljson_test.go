@@ -9,10 +9,10 @@ import (
 
 func TestYAMLToJSON(t *testing.T) {
 	cases := map[string]string{
-		"a: 1\nb: x\nc: [1, 2.5, true, null]\n":      `{"a":1,"b":"x","c":[1,2.5,true,null]}`,
+		"a: 1\nb: x\nc: [1, 2.5, true, null]\n":       `{"a":1,"b":"x","c":[1,2.5,true,null]}`,
 		"hostProcess: yes\nq: 'yes'\nn: no\n":         `{"hostProcess":true,"q":"yes","n":false}`,
 		"v: 0x10\nw: 1_000\nf: .inf\nt: 2026-11-06\n": `{"v":16,"w":1000,"f":".inf","t":"2026-11-06"}`,
-		"base: &b {x: 1}\nm:\n  <<: *b\n  y: 2\n":      `{"base":{"x":1},"m":{"x":1,"y":2}}`,
+		"base: &b {x: 1}\nm:\n  <<: *b\n  y: 2\n":     `{"base":{"x":1},"m":{"x":1,"y":2}}`,
 		"s: \"a\\\"b<c>\"\n":                          `{"s":"a\"b\u003cc\u003e"}`,
 		"":                                            ``,
 	}
