@@ -233,7 +233,7 @@ func (r resource) resourceName() string {
 }
 
 func (s *Snapshot) listResource(ctx context.Context, rc rest.Interface, k Kind, r resource, opts LiveOptions) error {
-	if !opts.Paginate {
+	if !opts.Paginate && !s.noWatchList.Load() {
 		n, err := s.watchList(ctx, rc, k, r, opts)
 		if err == nil {
 			return nil
@@ -248,9 +248,43 @@ func (s *Snapshot) listResource(ctx context.Context, rc rest.Interface, k Kind, 
 			// to paginated LISTs, which report real errors themselves.
 			return err
 		}
+		if !apierrors.IsForbidden(err) {
+			// The server does not do watch-list: do not ask for the
+			// other kinds.
+			s.noWatchList.Store(true)
+		}
 	}
+	// Pages are fetched and decoded in a pipeline: while one page's items
+	// are decoded into the small structs, the next page is on its way.
 	apiVersion := r.groupVersion
 	kindName := string(k)
+	items := make(chan []json.RawMessage, 1)
+	decoded := make(chan error, 1)
+	go func() {
+		var derr error
+		for batch := range items {
+			if derr != nil {
+				continue
+			}
+			for _, it := range batch {
+				if err := s.AddKind(k, apiVersion, kindName, it, Source{}); err != nil {
+					derr = fmt.Errorf("%s %s: %w", kindName, nameOf(it), err)
+					break
+				}
+			}
+		}
+		decoded <- derr
+	}()
+	ferr := s.fetchPages(ctx, rc, r, opts, items)
+	close(items)
+	if derr := <-decoded; derr != nil {
+		return derr
+	}
+	return ferr
+}
+
+// fetchPages sends each page's items to out, following continue tokens.
+func (s *Snapshot) fetchPages(ctx context.Context, rc rest.Interface, r resource, opts LiveOptions, out chan<- []json.RawMessage) error {
 	cont := ""
 	for {
 		req := rc.Get().AbsPath(r.path(opts.Namespace)).
@@ -267,43 +301,14 @@ func (s *Snapshot) listResource(ctx context.Context, rc rest.Interface, k Kind, 
 		err = json.NewDecoder(body).Decode(&p)
 		body.Close()
 		if err != nil {
-			return fmt.Errorf("decode page: %w", err)
+			return fmt.Errorf("decode page of %s: %w", r.resourceName(), err)
 		}
-		for _, it := range p.Items {
-			if err := s.AddKind(k, apiVersion, kindName, it, Source{}); err != nil {
-				return fmt.Errorf("%s %s: %w", kindName, nameOf(it), err)
-			}
-		}
+		out <- p.Items
 		if p.Metadata.Continue == "" {
 			return nil
 		}
 		cont = p.Metadata.Continue
 	}
-}
-
-// getKubeadmConfig reads kube-system/kubeadm-config alone, when ConfigMaps
-// are not listed.
-func (s *Snapshot) getKubeadmConfig(ctx context.Context, rc rest.Interface) error {
-	body, err := rc.Get().AbsPath("/api/v1/namespaces/"+KubeadmConfigNamespace+"/configmaps/"+KubeadmConfigName).
-		SetHeader("Accept", "application/json").DoRaw(ctx)
-	switch {
-	case err == nil:
-	case apierrors.IsNotFound(err):
-		s.locked(func() { s.Listed[KindClusterConfiguration] = true })
-		return nil
-	case apierrors.IsForbidden(err):
-		s.locked(func() {
-			s.Unavailable[KindClusterConfiguration] = "cannot get configmap kube-system/kubeadm-config: forbidden"
-		})
-		return nil
-	default:
-		return fmt.Errorf("get configmap %s/%s: %w", KubeadmConfigNamespace, KubeadmConfigName, err)
-	}
-	if err := s.AddKind(KindConfigMap, "v1", "ConfigMap", body, Source{}); err != nil {
-		return fmt.Errorf("configmap %s/%s: %w", KubeadmConfigNamespace, KubeadmConfigName, err)
-	}
-	s.locked(func() { s.Listed[KindClusterConfiguration] = true })
-	return nil
 }
 
 // errNoInitialEventsEnd: the watch ended before the bookmark that closes
@@ -369,4 +374,29 @@ func (s *Snapshot) watchList(ctx context.Context, rc rest.Interface, k Kind, r r
 			return n, fmt.Errorf("watch %s: unexpected %s event before the initial events ended", r.resourceName(), ev.Type)
 		}
 	}
+}
+
+// getKubeadmConfig reads kube-system/kubeadm-config alone, when ConfigMaps
+// are not listed.
+func (s *Snapshot) getKubeadmConfig(ctx context.Context, rc rest.Interface) error {
+	body, err := rc.Get().AbsPath("/api/v1/namespaces/"+KubeadmConfigNamespace+"/configmaps/"+KubeadmConfigName).
+		SetHeader("Accept", "application/json").DoRaw(ctx)
+	switch {
+	case err == nil:
+	case apierrors.IsNotFound(err):
+		s.locked(func() { s.Listed[KindClusterConfiguration] = true })
+		return nil
+	case apierrors.IsForbidden(err):
+		s.locked(func() {
+			s.Unavailable[KindClusterConfiguration] = "cannot get configmap kube-system/kubeadm-config: forbidden"
+		})
+		return nil
+	default:
+		return fmt.Errorf("get configmap %s/%s: %w", KubeadmConfigNamespace, KubeadmConfigName, err)
+	}
+	if err := s.AddKind(KindConfigMap, "v1", "ConfigMap", body, Source{}); err != nil {
+		return fmt.Errorf("configmap %s/%s: %w", KubeadmConfigNamespace, KubeadmConfigName, err)
+	}
+	s.locked(func() { s.Listed[KindClusterConfiguration] = true })
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"sigs.k8s.io/yaml"
 )
@@ -50,6 +51,8 @@ type Snapshot struct {
 	Unavailable map[Kind]string
 
 	mu sync.Mutex
+	// noWatchList is set once the server refused a watch-list stream.
+	noWatchList atomic.Bool
 }
 
 // New returns an empty snapshot.
