@@ -59,10 +59,11 @@ type jsonReport struct {
 			Namespace  string `json:"namespace"`
 			Name       string `json:"name"`
 		} `json:"object"`
-		Message string `json:"message"`
-		Fix     string `json:"fix"`
-		File    string `json:"file"`
-		Line    int    `json:"line"`
+		Message  string `json:"message"`
+		Fix      string `json:"fix"`
+		File     string `json:"file"`
+		Line     int    `json:"line"`
+		Template string `json:"template"`
 	} `json:"findings"`
 	Skipped []struct {
 		Check  string `json:"check"`

@@ -75,6 +75,7 @@ func JSON(w io.Writer, r *checks.Result, objects int) error {
 		Fix      string      `json:"fix"`
 		File     string      `json:"file,omitempty"`
 		Line     int         `json:"line,omitempty"`
+		Template string      `json:"template,omitempty"`
 	}
 	out := struct {
 		Findings []finding        `json:"findings"`
@@ -86,7 +87,7 @@ func JSON(w io.Writer, r *checks.Result, objects int) error {
 	}
 	for _, f := range r.Findings {
 		out.Findings = append(out.Findings, finding{Check: f.Check, Name: f.Name, Severity: string(f.Severity), Object: f.Object,
-			Message: f.Message, Fix: f.Fix, File: f.Source.File, Line: f.Source.Line})
+			Message: f.Message, Fix: f.Fix, File: f.Source.File, Line: f.Source.Line, Template: f.Source.Template})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
