@@ -12,6 +12,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
 func main() {
@@ -19,6 +22,7 @@ func main() {
 	nodes := flag.Int("nodes", 5000, "number of nodes")
 	pods := flag.Int("pods", 150000, "number of pods")
 	perFile := flag.Int("per-file", 10000, "objects per pods file")
+	asJSON := flag.Bool("json", false, "write each file as a JSON List (kubectl get -o json style) instead of YAML")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "gen: -o DIR is required")
@@ -28,6 +32,53 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
+	if *asJSON {
+		if err := toJSON(*out); err != nil {
+			fmt.Fprintln(os.Stderr, "gen:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// toJSON rewrites every YAML file in dir as a JSON List.
+func toJSON(dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		var items [][]byte
+		for _, d := range strings.Split(string(b), "\n---\n") {
+			d = strings.TrimPrefix(d, "---\n")
+			if strings.TrimSpace(d) == "" {
+				continue
+			}
+			j, err := yaml.YAMLToJSON([]byte(d))
+			if err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
+			items = append(items, j)
+		}
+		out := []byte(`{"apiVersion":"v1","kind":"List","items":[`)
+		for i, it := range items {
+			if i > 0 {
+				out = append(out, ',', '\n')
+			}
+			out = append(out, it...)
+		}
+		out = append(out, "]}\n"...)
+		if err := os.WriteFile(strings.TrimSuffix(f, ".yaml")+".json", out, 0o644); err != nil {
+			return err
+		}
+		if err := os.Remove(f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type file struct {

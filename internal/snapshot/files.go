@@ -325,6 +325,20 @@ func splitJSON(file string, b []byte) []doc {
 				continue
 			}
 		}
+		if len(raw) > 0 && raw[0] == '{' {
+			// A List's items become documents of their own, so they are
+			// decoded in parallel (they keep the List's line).
+			var l struct {
+				Kind  string            `json:"kind"`
+				Items []json.RawMessage `json:"items"`
+			}
+			if json.Unmarshal(raw, &l) == nil && strings.HasSuffix(l.Kind, "List") && l.Items != nil {
+				for _, it := range l.Items {
+					docs = append(docs, doc{file: file, line: line, json: true, data: it})
+				}
+				continue
+			}
+		}
 		docs = append(docs, doc{file: file, line: line, json: true, data: raw})
 	}
 	return docs
