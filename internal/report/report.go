@@ -15,11 +15,8 @@ import (
 	"github.com/hybridctl/hybridctl/internal/checks"
 )
 
-// Formats lists the output formats.
-var formats = []string{"table", "json", "sarif", "junit"}
-
 // Formats returns the output formats, default first.
-func Formats() []string { return append([]string(nil), formats...) }
+func Formats() []string { return []string{"table", "json", "sarif", "junit"} }
 
 // Summary counts findings.
 type Summary struct {
@@ -61,7 +58,7 @@ func Write(w io.Writer, format, tool string, r *checks.Result, objects int) erro
 	case "junit":
 		return JUnit(w, tool, r)
 	}
-	return fmt.Errorf("unknown output format %q (want %s)", format, strings.Join(formats, ", "))
+	return fmt.Errorf("unknown output format %q (want %s)", format, strings.Join(Formats(), ", "))
 }
 
 // JSON writes {"findings":[...],"skipped":[...],"summary":{...}}.

@@ -44,11 +44,10 @@ const (
 	KindClusterConfiguration Kind = "ClusterConfiguration"
 )
 
-// WorkloadKinds are the kinds that carry a pod template.
-var workloadKinds = []Kind{KindDaemonSet, KindDeployment, KindStatefulSet, KindReplicaSet, KindJob, KindCronJob, KindPod}
-
 // WorkloadKinds returns the kinds that carry a pod template, in a fixed order.
-func WorkloadKinds() []Kind { return append([]Kind(nil), workloadKinds...) }
+func WorkloadKinds() []Kind {
+	return []Kind{KindDaemonSet, KindDeployment, KindStatefulSet, KindReplicaSet, KindJob, KindCronJob, KindPod}
+}
 
 // Ref identifies an object the way findings name it.
 type Ref struct {
