@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# The project's test command (README): formatting, vet, staticcheck, then
-# every test of the main module and of hack/testenv, against the real
-# control plane (build it first: hack/testenv/testenv build).
+# The project's test command (README): prerequisites (system packages when
+# missing, the test control plane, cached), formatting, vet, staticcheck,
+# then every test of hack/testenv and of the main module, against the real
+# control plane. Extra arguments go to the main module's go test.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+echo "== prerequisites"
+hack/install-deps.sh
+hack/testenv/testenv build
+
 staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 echo "== gofmt"
-unformatted="$(gofmt -l . | grep -v '^testdata/' || true)"
+unformatted="$(gofmt -l . | grep -Ev '(^|/)testdata/' || true)"
 if [ -n "$unformatted" ]; then
 	echo "gofmt: these files need formatting (gofmt -w):" >&2
 	echo "$unformatted" >&2
@@ -18,7 +23,7 @@ fi
 
 if command -v shellcheck >/dev/null 2>&1; then
 	echo "== shellcheck"
-	shellcheck .ci/run hack/test.sh hack/testenv/testenv
+	shellcheck .ci/run hack/test.sh hack/install-deps.sh hack/testenv/testenv
 fi
 
 echo "== go vet"

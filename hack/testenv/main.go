@@ -39,6 +39,7 @@ var binaries = []struct {
 }{
 	{"kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver", true, "the API server every testenv runs"},
 	{"kubeadm", "k8s.io/kubernetes/cmd/kubeadm", true, "validates rendered kubeadm configuration"},
+	{"kubectl", "k8s.io/kubernetes/cmd/kubectl", true, "for hack/testenv/testenv run -- kubectl ..., version-matched"},
 	{"kube-controller-manager", "k8s.io/kubernetes/cmd/kube-controller-manager", false, "controllers, on request"},
 	{"kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler", false, "scheduling, on request"},
 }
@@ -64,7 +65,7 @@ type usageError struct{ msg string }
 func (u usageError) Error() string { return u.msg }
 
 const usageText = `usage:
-  testenv build [--all] [NAME...]   build (or reuse from the cache) kube-apiserver and kubeadm,
+  testenv build [--all] [NAME...]   build (or reuse from the cache) kube-apiserver, kubeadm and kubectl,
                                     --all: also kube-controller-manager and kube-scheduler
   testenv path NAME                 print the path of a built binary
   testenv run [--calico] [--load DIR]... -- CMD ARGS...

@@ -88,7 +88,7 @@ func TestBuildReusesStampedBinary(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{nil, {"frobnicate"}, {"path"}, {"path", "kubectl"}, {"build", "etcd"}} {
+	for _, args := range [][]string{nil, {"frobnicate"}, {"path"}, {"path", "etcd"}, {"build", "etcd"}} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), args, &stdout, &stderr)
 		var u usageError

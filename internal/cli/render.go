@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
 
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/render"
@@ -55,11 +56,13 @@ See docs/render.md for every file and the guide step it replaces.`,
 	fl.BoolVar(&f.force, "force", false, "replace DIR when it holds a previous render")
 	fl.StringVar(&f.opts.Token, "token", "", "bootstrap token for the join files (kubeadm token create)")
 	fl.StringVar(&f.opts.CACertHash, "ca-cert-hash", "", "discovery CA hash for the join files (sha256:...)")
+	fl.StringVar(&f.opts.CertificateKey, "certificate-key", "", "control-plane certificate key for further control-plane nodes' join files (kubeadm init --upload-certs)")
 	fl.StringVar(&f.manifestsDir, "manifests-dir", "", "directory with Calico's CRD and operator manifests to copy (air-gapped sites)")
 	fl.StringVar(&f.opts.InstallContainerdURL, "install-containerd-url", "", "URL of Install-Containerd.ps1 (default: sig-windows-tools at "+render.SigWindowsToolsCommit[:12]+")")
 	fl.StringVar(&f.opts.InstallContainerdSHA256, "install-containerd-sha256", "", "SHA256 of the script at --install-containerd-url (empty: not checked)")
 	fl.StringVar(&f.opts.PrepareNodeURL, "prepare-node-url", "", "URL of PrepareNode.ps1 (default: sig-windows-tools at "+render.SigWindowsToolsCommit[:12]+")")
 	fl.StringVar(&f.opts.PrepareNodeSHA256, "prepare-node-sha256", "", "SHA256 of the script at --prepare-node-url (empty: not checked)")
+	fl.StringVar(&f.opts.CSRApproverImage, "csr-approver-image", "", "also write cluster/csr-approver.yaml: the verified kubelet-serving CSR approver as an in-cluster Deployment running this hybridctl image")
 	return cmd
 }
 
@@ -77,6 +80,12 @@ func runRender(cmd *cobra.Command, s Streams, f *renderFlags) error {
 	res, err := f.spec.load(ctx, s.In, s.Err)
 	if err != nil {
 		return err
+	}
+	if f.opts.CSRApproverImage != "" {
+		// The approver checks addresses against the effective spec.
+		if f.opts.CSRApproverSpec, err = yaml.Marshal(res.Cluster); err != nil {
+			return Incomplete(err)
+		}
 	}
 	p, err := plan.Derive(res.Cluster, res.Diagnostics)
 	if err != nil {

@@ -10,28 +10,20 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/hybridctl/hybridctl/internal/testenv"
 )
 
-// sharedDir finds the shared reference directory: $HYBRIDCTL_SHARED, else a
-// "shared" directory holding design.md beside the repository root or above.
+// sharedDir is the shared reference directory (the guide, Calico's
+// manifests): $HYBRIDCTL_SHARED or the "shared" directory beside the
+// repository (testenv.SharedDir).
 func sharedDir(t testing.TB) string {
 	t.Helper()
-	if d := os.Getenv("HYBRIDCTL_SHARED"); d != "" {
-		return d
-	}
-	wd, err := os.Getwd()
+	d, err := testenv.SharedDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for d := wd; ; d = filepath.Dir(d) {
-		cand := filepath.Join(d, "shared")
-		if _, err := os.Stat(filepath.Join(cand, "design.md")); err == nil {
-			return cand
-		}
-		if filepath.Dir(d) == d {
-			t.Skipf("no shared/design.md above %s; set HYBRIDCTL_SHARED", wd)
-		}
-	}
+	return d
 }
 
 // guideDocs extracts the YAML documents the guide shows: blocks that start

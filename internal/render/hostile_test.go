@@ -125,7 +125,20 @@ var psAssign = regexp.MustCompile(`(?m)^\s*(?:\[string\] )?\$([A-Za-z]+) = (.*?)
 
 func TestHostilePowerShell(t *testing.T) {
 	p := hostilePlan(t)
-	files := mustRender(t, p, Options{InstallContainerdURL: "https://example.com/" + evil, PrepareNodeURL: "https://example.com/'; Restart-Computer; '"})
+	// Script URLs with quotes are refused by Options.Validate; put them
+	// past it to test the quoting itself.
+	r := &renderer{plan: p, opts: Options{InstallContainerdURL: "https://example.com/" + evil, PrepareNodeURL: "https://example.com/'; Restart-Computer; '"}}
+	var err error
+	if r.tmpl, err = newTemplates(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.nodes(); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]File{}
+	for _, f := range r.files {
+		files[f.Path] = f
+	}
 	var win plan.Node
 	for _, n := range p.Nodes {
 		if n.IsWindows() {

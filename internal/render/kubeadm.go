@@ -54,9 +54,15 @@ type apiServer struct {
 
 type joinConfiguration struct {
 	metav1.TypeMeta  `json:",inline"`
-	Discovery        discovery        `json:"discovery"`
-	NodeRegistration nodeRegistration `json:"nodeRegistration"`
-	Patches          *patches         `json:"patches,omitempty"`
+	Discovery        discovery         `json:"discovery"`
+	NodeRegistration nodeRegistration  `json:"nodeRegistration"`
+	ControlPlane     *joinControlPlane `json:"controlPlane,omitempty"`
+	Patches          *patches          `json:"patches,omitempty"`
+}
+
+type joinControlPlane struct {
+	LocalAPIEndpoint apiEndpoint `json:"localAPIEndpoint"`
+	CertificateKey   string      `json:"certificateKey"`
 }
 
 type discovery struct {
@@ -78,6 +84,10 @@ type patches struct {
 const (
 	TokenPlaceholder      = "__HYBRIDCTL_JOIN_TOKEN__"
 	CACertHashPlaceholder = "__HYBRIDCTL_CA_CERT_HASH__"
+	// CertificateKeyPlaceholder stands for the key of the control-plane
+	// certificates kubeadm init --upload-certs prints, in the join files of
+	// further control-plane nodes.
+	CertificateKeyPlaceholder = "__HYBRIDCTL_CERTIFICATE_KEY__"
 )
 
 // WindowsPatchesDir is where join.yaml on a Windows node expects the
@@ -148,6 +158,16 @@ func joinConfig(p *plan.Plan, n plan.Node, o Options) ([]byte, error) {
 	}
 	where := "join.yaml in the home directory"
 	cmd := "sudo kubeadm join --config join.yaml"
+	if n.IsControlPlane() {
+		key := CertificateKeyPlaceholder
+		if o.CertificateKey != "" {
+			key = o.CertificateKey
+		}
+		jc.ControlPlane = &joinControlPlane{
+			LocalAPIEndpoint: apiEndpoint{AdvertiseAddress: n.Address, BindPort: int32(p.APIServer.Port)},
+			CertificateKey:   key,
+		}
+	}
 	if n.IsWindows() {
 		jc.Patches = &patches{Directory: WindowsPatchesDir}
 		where = `C:\k\join.yaml`
@@ -162,6 +182,10 @@ func joinConfig(p *plan.Plan, n plan.Node, o Options) ([]byte, error) {
 		lines = append(lines, "", "The token and CA hash are placeholders ("+TokenPlaceholder+", "+CACertHashPlaceholder+"):",
 			"hybridctl apply fills them, or render again with --token and --ca-cert-hash",
 			"(sudo kubeadm token create --ttl 1h --print-join-command on the control plane prints both).")
+	}
+	if n.IsControlPlane() && o.CertificateKey == "" {
+		lines = append(lines, "", "The certificate key is a placeholder ("+CertificateKeyPlaceholder+"): kubeadm init --upload-certs",
+			"prints it (or sudo kubeadm init phase upload-certs --upload-certs); render again with --certificate-key.")
 	}
 	return yamlDocs(comment(lines...), verbatim{jc})
 }

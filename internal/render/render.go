@@ -11,13 +11,16 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"path"
 	"regexp"
 	"sort"
+	"strings"
 	"text/template"
 
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
+	"github.com/hybridctl/hybridctl/internal/csr"
 	"github.com/hybridctl/hybridctl/internal/plan"
 )
 
@@ -39,6 +42,9 @@ type Options struct {
 	// hold a token get mode 0600.
 	Token      string
 	CACertHash string
+	// CertificateKey goes into the join files of further control-plane
+	// nodes (kubeadm init --upload-certs prints it); empty: a placeholder.
+	CertificateKey string
 	// Manifests, when set, are the Calico CRD and operator manifests of an
 	// air-gapped site (ReadManifests); they are copied into
 	// cluster/calico/manifests/ and the runbook uses them instead of URLs.
@@ -50,6 +56,13 @@ type Options struct {
 	InstallContainerdSHA256 string
 	PrepareNodeURL          string
 	PrepareNodeSHA256       string
+	// CSRApproverImage, when set, adds cluster/csr-approver.yaml: the
+	// verified kubelet-serving CSR approver (hybridctl csr approve --watch)
+	// as a Deployment with least-privilege RBAC, running this image.
+	CSRApproverImage string
+	// CSRApproverSpec is the cluster spec the in-cluster approver checks
+	// addresses against (shipped in a ConfigMap); empty: none.
+	CSRApproverSpec []byte
 }
 
 var caCertHashRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
@@ -61,6 +74,43 @@ func (o Options) Validate() error {
 	}
 	if o.CACertHash != "" && !caCertHashRE.MatchString(o.CACertHash) {
 		return fmt.Errorf("--ca-cert-hash: want sha256: and 64 lower-case hex digits, as kubeadm init prints")
+	}
+	if o.CertificateKey != "" && !certificateKeyRE.MatchString(o.CertificateKey) {
+		return fmt.Errorf("--certificate-key: want 64 hex digits, as kubeadm init --upload-certs prints")
+	}
+	for _, u := range []struct{ flag, url, sha string }{
+		{"--install-containerd-url", o.InstallContainerdURL, o.InstallContainerdSHA256},
+		{"--prepare-node-url", o.PrepareNodeURL, o.PrepareNodeSHA256},
+	} {
+		if u.url != "" {
+			if err := checkScriptURL(u.url); err != nil {
+				return fmt.Errorf("%s: %w", u.flag, err)
+			}
+		}
+		if u.sha != "" && !sha256RE.MatchString(u.sha) {
+			return fmt.Errorf("%s-sha256: want 64 hex digits (Get-FileHash prints them)", strings.TrimSuffix(u.flag, "-url"))
+		}
+	}
+	return nil
+}
+
+var (
+	sha256RE         = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+	certificateKeyRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+)
+
+// checkScriptURL accepts an http(s) URL without characters that Windows
+// PowerShell 5.1 would pass to curl.exe as more than one argument.
+func checkScriptURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("%q: want an https:// URL", s)
+	}
+	if i := strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune("\"'`"+psSingleQuotes, r) }); i >= 0 {
+		return fmt.Errorf("%q: character %q not allowed in a script URL", s, s[i:i+1])
 	}
 	return nil
 }
@@ -108,7 +158,7 @@ func Render(p *plan.Plan, o Options) ([]File, error) {
 		return nil, fmt.Errorf("templates: %w", err)
 	}
 	r := &renderer{plan: p, opts: o.withDefaults(), tmpl: t}
-	steps := []func() error{r.cluster, r.calico, r.windows, r.nodes, r.workloads, r.dnsRecords, r.runbook}
+	steps := []func() error{r.cluster, r.calico, r.windows, r.csrApprover, r.nodes, r.workloads, r.dnsRecords, r.runbook}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, err
@@ -170,9 +220,33 @@ func (r *renderer) windows() error {
 	return r.addGen("cluster/windows/kube-proxy-windows.yaml", 0o644, func() ([]byte, error) { return kubeProxyWindows(r.plan) })
 }
 
-// secretMode is the mode of a join file: 0600 when it holds a token.
-func (r *renderer) secretMode() fs.FileMode {
-	if r.opts.Token != "" {
+// secretMode is the mode of a node's join file: 0600 when it holds a
+// token or a certificate key.
+// csrApprover adds the in-cluster kubelet-serving CSR approver when an
+// image is given.
+func (r *renderer) csrApprover() error {
+	if r.opts.CSRApproverImage == "" {
+		return nil
+	}
+	return r.addGen("cluster/csr-approver.yaml", 0o644, func() ([]byte, error) {
+		objs, err := csr.InClusterApprover(csr.DeployOptions{Image: r.opts.CSRApproverImage, ClusterSpec: r.opts.CSRApproverSpec})
+		if err != nil {
+			return nil, err
+		}
+		body, err := objs.YAML()
+		if err != nil {
+			return nil, err
+		}
+		head := "# The verified kubelet-serving CSR approver (hybridctl csr approve --watch), rendered by hybridctl.\n" +
+			"# It approves a serving certificate only when the requester, names and addresses belong to the node.\n" +
+			"# Least privilege: approve only on signers/kubernetes.io/kubelet-serving. See docs/csr.md.\n" +
+			"# kubectl apply -f csr-approver.yaml\n"
+		return append([]byte(head), body...), nil
+	})
+}
+
+func (r *renderer) secretMode(n plan.Node) fs.FileMode {
+	if r.opts.Token != "" || (n.IsControlPlane() && r.opts.CertificateKey != "") {
 		return 0o600
 	}
 	return 0o644
@@ -193,8 +267,8 @@ func (r *renderer) nodes() error {
 				return err
 			}
 		}
-		if !n.IsControlPlane() {
-			if err := r.addGen(dir+"join.yaml", r.secretMode(), func() ([]byte, error) { return joinConfig(r.plan, n, r.opts) }); err != nil {
+		if first, _ := firstControlPlane(r.plan); n.Name != first.Name {
+			if err := r.addGen(dir+"join.yaml", r.secretMode(n), func() ([]byte, error) { return joinConfig(r.plan, n, r.opts) }); err != nil {
 				return err
 			}
 		}

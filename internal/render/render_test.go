@@ -230,6 +230,14 @@ func TestOptionsValidate(t *testing.T) {
 		{"token with quote", Options{Token: "6w1r8t.p3k9m2x7c5v0b4'1"}, false},
 		{"hash without prefix", Options{CACertHash: strings.TrimPrefix(guideHash, "sha256:")}, false},
 		{"hash short", Options{CACertHash: "sha256:7b2e"}, false},
+		{"certificate key", Options{CertificateKey: testCertificateKey}, true},
+		{"certificate key short", Options{CertificateKey: "0f1e"}, false},
+		{"mirror", Options{PrepareNodeURL: "https://mirror.example.com/PrepareNode.ps1", PrepareNodeSHA256: DefaultPrepareNodeSHA256}, true},
+		{"mirror with quote", Options{PrepareNodeURL: "https://mirror.example.com/a'b.ps1"}, false},
+		{"mirror with double quote", Options{InstallContainerdURL: "https://mirror.example.com/a\" -o C:/x"}, false},
+		{"mirror with space", Options{InstallContainerdURL: "https://mirror.example.com/a b"}, false},
+		{"mirror not http", Options{InstallContainerdURL: "file:///C:/x.ps1"}, false},
+		{"mirror bad sha", Options{InstallContainerdURL: "https://m.example.com/x.ps1", InstallContainerdSHA256: "xyz"}, false},
 	} {
 		err := tc.o.Validate()
 		if (err == nil) != tc.ok {
@@ -238,5 +246,47 @@ func TestOptionsValidate(t *testing.T) {
 		if _, err := Render(labPlan(t), tc.o); (err == nil) != tc.ok {
 			t.Errorf("%s: Render error %v, want ok=%v", tc.name, err, tc.ok)
 		}
+	}
+}
+
+// The runbook uses every file render writes (and the files every step of
+// the guide needs exist).
+func TestRunbookUsesEveryFile(t *testing.T) {
+	for name, o := range map[string]Options{
+		"urls":  {},
+		"local": {Manifests: &Manifests{CRDs: []byte("crds"), Operator: []byte("operator")}},
+	} {
+		files := mustRender(t, labPlan(t), o)
+		rb := string(files["runbook.md"].Data)
+		for p := range files {
+			if p == "runbook.md" {
+				continue
+			}
+			if !strings.Contains(rb, p) {
+				t.Errorf("%s: runbook.md does not use %s", name, p)
+			}
+		}
+	}
+}
+
+// With an image, render adds the in-cluster CSR approver and the runbook
+// applies it; without, neither.
+func TestCSRApprover(t *testing.T) {
+	without := mustRender(t, labPlan(t), Options{})
+	if _, ok := without["cluster/csr-approver.yaml"]; ok {
+		t.Error("csr-approver.yaml rendered without --csr-approver-image")
+	}
+	with := mustRender(t, labPlan(t), Options{CSRApproverImage: "registry.example.com/hybridctl:v1"})
+	f, ok := with["cluster/csr-approver.yaml"]
+	if !ok {
+		t.Fatal("no cluster/csr-approver.yaml with an image")
+	}
+	for _, want := range []string{"image: registry.example.com/hybridctl:v1", "kubernetes.io/kubelet-serving", "kind: ClusterRole", "- approve"} {
+		if !strings.Contains(string(f.Data), want) {
+			t.Errorf("csr-approver.yaml lacks %q", want)
+		}
+	}
+	if rb := string(with["runbook.md"].Data); !strings.Contains(rb, "kubectl apply -f cluster/csr-approver.yaml") {
+		t.Error("the runbook does not apply the approver")
 	}
 }

@@ -9,26 +9,32 @@ import (
 )
 
 type runbookData struct {
-	Plan             *plan.Plan
-	ControlPlane     plan.Node
-	Linux            []plan.Node
-	LinuxWorkers     []plan.Node
-	Windows          []plan.Node
-	HasToken         bool
-	Local            bool
-	OperatorManifest string
-	CRDRef           string
-	OperatorRef      string
-	Aspnetapp        []aspnetappRef
-	FirstWindows     plan.Node
+	Plan              *plan.Plan
+	ControlPlane      plan.Node
+	Linux             []plan.Node
+	LinuxWorkers      []plan.Node
+	ControlPlanes     []plan.Node // the control-plane nodes after the first
+	Windows           []plan.Node
+	HasToken          bool
+	HasCertificateKey bool
+	Local             bool
+	OperatorManifest  string
+	CRDRef            string
+	OperatorRef       string
+	Aspnetapp         []aspnetappRef
+	FirstWindows      plan.Node
+	CSRApprover       bool
 }
 
 type aspnetappRef struct {
-	Name, File, RuntimeClass string
+	Name, File, RuntimeClass, Image string
+	Nodes                           []string
 }
 
 func (r *renderer) runbookData() runbookData {
 	d := runbookData{Plan: r.plan, HasToken: r.opts.Token != "" && r.opts.CACertHash != "", Local: r.opts.Manifests != nil, OperatorManifest: OperatorManifest}
+	d.HasCertificateKey = r.opts.CertificateKey != ""
+	d.CSRApprover = r.opts.CSRApproverImage != ""
 	d.ControlPlane, _ = firstControlPlane(r.plan)
 	for _, n := range r.plan.Nodes {
 		switch {
@@ -36,8 +42,11 @@ func (r *renderer) runbookData() runbookData {
 			d.Windows = append(d.Windows, n)
 		default:
 			d.Linux = append(d.Linux, n)
-			if !n.IsControlPlane() {
+			switch {
+			case !n.IsControlPlane():
 				d.LinuxWorkers = append(d.LinuxWorkers, n)
+			case n.Name != d.ControlPlane.Name:
+				d.ControlPlanes = append(d.ControlPlanes, n)
 			}
 		}
 	}
@@ -51,7 +60,8 @@ func (r *renderer) runbookData() runbookData {
 	}
 	for i, rc := range r.plan.RuntimeClasses {
 		name, file := aspnetappNames(i, rc)
-		d.Aspnetapp = append(d.Aspnetapp, aspnetappRef{Name: name, File: file, RuntimeClass: rc.Name})
+		d.Aspnetapp = append(d.Aspnetapp, aspnetappRef{Name: name, File: file, RuntimeClass: rc.Name,
+			Image: fmt.Sprintf(AspnetappImageFmt, rc.ImageTag), Nodes: rc.Nodes})
 	}
 	return d
 }

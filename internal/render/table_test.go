@@ -7,6 +7,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
@@ -198,5 +199,56 @@ func TestLinuxOnly(t *testing.T) {
 	}
 	if strings.Contains(string(files["runbook.md"].Data), "Windows nodes") {
 		t.Error("Linux-only runbook has Windows steps")
+	}
+}
+
+// haPlan is the lab with three control-plane nodes.
+func haPlan(t testing.TB) *plan.Plan {
+	c := labCluster(t)
+	cp := c.Spec.Nodes[0]
+	for i, addr := range []string{"192.168.10.21", "192.168.10.22"} {
+		n := cp
+		n.Name = fmt.Sprintf("k8s-lab-master-%d", i+2)
+		n.Address = addr
+		c.Spec.Nodes = append(c.Spec.Nodes, n)
+	}
+	return planOf(t, c)
+}
+
+// Further control-plane nodes join with controlPlane set; the first runs
+// kubeadm init (--upload-certs) and has no join file.
+func TestSeveralControlPlanes(t *testing.T) {
+	p := haPlan(t)
+	files := mustRender(t, p, Options{})
+	if _, ok := files["nodes/k8s-lab-master-1/join.yaml"]; ok {
+		t.Error("the first control-plane node has a join file")
+	}
+	for name, addr := range map[string]string{"k8s-lab-master-2": "192.168.10.21", "k8s-lab-master-3": "192.168.10.22"} {
+		d := docs(t, files["nodes/"+name+"/join.yaml"])[0]
+		if get(d, "controlPlane.localAPIEndpoint.advertiseAddress") != addr || get(d, "controlPlane.certificateKey") != CertificateKeyPlaceholder {
+			t.Errorf("%s: controlPlane %v", name, d["controlPlane"])
+		}
+		if get(d, "nodeRegistration.taints") != nil {
+			t.Errorf("%s: taints %v; kubeadm sets the control-plane taint itself", name, get(d, "nodeRegistration.taints"))
+		}
+	}
+	worker := docs(t, files["nodes/k8s-lab-node-1/join.yaml"])[0]
+	if worker["controlPlane"] != nil {
+		t.Error("a worker's join file has controlPlane")
+	}
+	rb := string(files["runbook.md"].Data)
+	if !strings.Contains(rb, "kubeadm init --config kubeadm-config.yaml --upload-certs") || !strings.Contains(rb, "--certificate-key") {
+		t.Error("runbook: no --upload-certs / --certificate-key for further control planes")
+	}
+	sans := get(docs(t, files["cluster/kubeadm-config.yaml"])[1], "apiServer.certSANs")
+	if fmt.Sprint(sans) != "[k8s-lab-api.example.com k8s-lab-master-1.example.com k8s-lab-master-2.example.com k8s-lab-master-3.example.com]" {
+		t.Errorf("certSANs %v", sans)
+	}
+	withKey := mustRender(t, p, Options{CertificateKey: testCertificateKey})
+	if m := withKey["nodes/k8s-lab-master-2/join.yaml"].Mode; m != 0o600 {
+		t.Errorf("join file with a certificate key: mode %o", m)
+	}
+	if m := withKey["nodes/k8s-lab-node-1/join.yaml"].Mode; m != 0o644 {
+		t.Errorf("worker join file without a token: mode %o", m)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -15,10 +16,11 @@ import (
 // lists as the guide does.
 
 // toNode converts obj's JSON form to a YAML node tree. With sparse, fields
-// equal to those of obj's type's zero value are dropped: the noise typed
-// configuration structs carry (cacheTTL: 0s, status: {}, creationTimestamp:
-// null). A field set to its type's zero value is dropped too; pointer fields
-// (false, 0) are kept because their zero value is nil.
+// whose value is the zero value of their Go type are dropped, at every depth
+// and inside lists: the noise typed structs carry because their omitempty
+// does not omit structs (cacheTTL: 0s, status: {}, creationTimestamp: null,
+// resources: {}). An empty object that a pointer field was set to (emptyDir:
+// {}, spec: {}) is kept: setting it means something.
 func toNode(obj any, sparse bool) (*yaml.Node, error) {
 	b, err := json.Marshal(obj)
 	if err != nil {
@@ -35,15 +37,8 @@ func toNode(obj any, sparse bool) (*yaml.Node, error) {
 	plain(n)
 	apiVersionFirst(n)
 	if sparse {
-		zb, err := json.Marshal(reflect.New(reflect.TypeOf(obj)).Elem().Interface())
-		if err != nil {
-			return nil, err
-		}
-		var zero map[string]any
-		if err := json.Unmarshal(zb, &zero); err != nil {
-			return nil, err
-		}
-		if err := prune(n, zero); err != nil {
+		p := pruner{zeros: map[reflect.Type]any{}}
+		if err := p.prune(n, reflect.TypeOf(obj)); err != nil {
 			return nil, err
 		}
 	}
@@ -84,45 +79,109 @@ func apiVersionFirst(n *yaml.Node) {
 	}
 }
 
-// prune deletes from the mapping n the keys whose values equal those in
-// zero, recursing into mappings and dropping mappings it emptied.
-func prune(n *yaml.Node, zero map[string]any) error {
-	if n.Kind != yaml.MappingNode {
+// pruner removes zero-valued fields from a node tree, guided by the Go
+// type the tree was serialized from.
+type pruner struct {
+	zeros map[reflect.Type]any // JSON form of each type's zero value
+}
+
+func (p *pruner) zero(t reflect.Type) (any, error) {
+	if z, ok := p.zeros[t]; ok {
+		return z, nil
+	}
+	b, err := json.Marshal(reflect.Zero(t).Interface())
+	if err != nil {
+		return nil, err
+	}
+	var z any
+	if err := json.Unmarshal(b, &z); err != nil {
+		return nil, err
+	}
+	p.zeros[t] = z
+	return z, nil
+}
+
+func (p *pruner) prune(n *yaml.Node, t reflect.Type) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case n.Kind == yaml.SequenceNode && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array):
+		for _, c := range n.Content {
+			if err := p.prune(c, t.Elem()); err != nil {
+				return err
+			}
+		}
+		return nil
+	case n.Kind != yaml.MappingNode || t.Kind() != reflect.Struct:
 		return nil
 	}
 	out := n.Content[:0]
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		zv, ok := zero[k.Value]
+		ft, ok := jsonField(t, k.Value)
 		if !ok {
 			out = append(out, k, v)
 			continue
 		}
-		if zm, isMap := zv.(map[string]any); isMap && v.Kind == yaml.MappingNode {
-			wasEmpty := len(v.Content) == 0
-			if err := prune(v, zm); err != nil {
-				return err
-			}
-			if len(v.Content) == 0 && (!wasEmpty || len(zm) == 0) {
-				continue
-			}
-			if len(v.Content) == 0 {
-				v.Style = yaml.FlowStyle
-			}
-			out = append(out, k, v)
-			continue
+		if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+			continue // a nil pointer, slice or map without omitempty
 		}
-		var val any
-		if err := v.Decode(&val); err != nil {
+		if err := p.prune(v, ft); err != nil {
 			return err
 		}
-		if reflect.DeepEqual(normalize(val), normalize(zv)) {
-			continue
+		if ft.Kind() != reflect.Pointer {
+			if v.Kind == yaml.MappingNode && len(v.Content) == 0 && ft.Kind() == reflect.Struct {
+				continue // a struct that had nothing set
+			}
+			z, err := p.zero(ft)
+			if err != nil {
+				return err
+			}
+			var val any
+			if err := v.Decode(&val); err != nil {
+				return err
+			}
+			if reflect.DeepEqual(normalize(val), z) {
+				continue
+			}
 		}
 		out = append(out, k, v)
 	}
 	n.Content = out
 	return nil
+}
+
+// jsonField returns the type of t's field serialized under name, looking
+// through embedded (inline) structs.
+func jsonField(t reflect.Type, name string) (reflect.Type, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		tagName, _, _ := strings.Cut(tag, ",")
+		if tagName == "" && f.Anonymous {
+			et := f.Type
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if et.Kind() == reflect.Struct {
+				if ft, ok := jsonField(et, name); ok {
+					return ft, true
+				}
+			}
+			continue
+		}
+		if tagName == "" {
+			tagName = f.Name
+		}
+		if tagName == name {
+			return f.Type, true
+		}
+	}
+	return nil, false
 }
 
 // normalize makes YAML-decoded and JSON-decoded values comparable (YAML

@@ -26,7 +26,7 @@
 // # One environment per test package
 //
 //	func TestMain(m *testing.M) {
-//		testenv.Main(m, testenv.Options{Calico: true})
+//		testenv.Main(m, testenv.Options{Calico: true}) // or {Lab: true}: the guide's lab loaded
 //	}
 //
 //	func TestSomething(t *testing.T) {
@@ -46,6 +46,7 @@
 //
 // # API
 //
+//	Options{Calico, Lab bool; Load []string; Logf func(string, ...any)}
 //	Start(ctx, Options) (*Env, error)      start; Stop when done
 //	(*Env).Stop() error                    apiserver first, then etcd; idempotent
 //	(*Env).AdminConfig() *rest.Config      kubernetes-admin, system:masters
@@ -57,13 +58,20 @@
 //	(*Env).LoadDir / LoadFile / Load       fixtures in dependency order, with status
 //	(*Env).NewNamespace / CreateNamespace  a fresh namespace with its default ServiceAccount
 //	ReadDir / ReadFile / Parse             fixture documents with file:line
+//	Subset(want, got) []string             fixture vs. read-back differences
+//	NewRESTMapper(cfg)                     discovery-backed RESTMapper
 //	Main(m, Options); Get(t); StartT(t, Options)
 //	BinDir, Binary(name), RepoRoot, SharedDir, CalicoCRDs, LabDir
 //	Run(ctx, args, stdin, stdout, stderr)  hack/testenv/testenv run
 //
+// No kube-controller-manager runs: the aggregated ClusterRoles (view, edit,
+// admin) grant nothing, namespaces get "default" ServiceAccounts only from
+// this package, and deletions that need a controller never finish.
+//
 // Processes are started in their own process group with a parent-death
 // signal, so nothing outlives the test binary even when it panics or times
-// out; Stop signals the whole group and kills it after a short grace.
+// out; Stop signals the whole group and kills it after a short grace. The
+// next Start removes directories left by owners that died.
 // Set HYBRIDCTL_TESTENV_KEEP=1 to keep the temporary directory with the
 // logs (etcd.log, kube-apiserver.log) after Stop.
 package testenv

@@ -88,8 +88,13 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "hybridctl-testenv-")
+	removeStaleDirs()
+	dir, err := os.MkdirTemp("", dirPrefix)
 	if err != nil {
+		return nil, fmt.Errorf("create testenv directory: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("create testenv directory: %w", err)
 	}
 	e := &Env{dir: dir, logf: logf}
@@ -149,6 +154,30 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 }
 
 var errPortTaken = errors.New("port taken")
+
+const (
+	dirPrefix = "hybridctl-testenv-"
+	ownerFile = "owner.pid"
+)
+
+// removeStaleDirs removes the directories of environments whose owning
+// process died without stopping them (SIGKILL, a panic in a test): their
+// children died with it (parent-death signal), their files stay behind.
+// Directories without an owner file, or whose owner lives, are left alone.
+func removeStaleDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(string(b))
+		if err != nil || pid <= 0 || processAlive(pid) {
+			continue
+		}
+		_ = os.RemoveAll(d)
+	}
+}
 
 func (e *Env) writePKI() error {
 	c, err := newCA()
@@ -317,6 +346,8 @@ func (e *Env) Stop() error {
 	e.stopOnce.Do(func() {
 		e.stopErr = e.stopProcesses()
 		if os.Getenv(EnvKeep) != "" {
+			// Without an owner the directory is not reclaimed as stale.
+			_ = os.Remove(filepath.Join(e.dir, ownerFile))
 			e.logf("testenv: kept %s", e.dir)
 			return
 		}

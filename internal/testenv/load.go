@@ -95,7 +95,9 @@ func Parse(name string, data []byte) ([]Object, error) {
 	var objs []Object
 	for _, d := range splitDocuments(data) {
 		src := fmt.Sprintf("%s:%d", name, d.line)
-		js, err := yaml.YAMLToJSON(d.body)
+		// Strict: a duplicate key (often a missing "---") is an error, not
+		// a silently overwritten field.
+		js, err := yaml.YAMLToJSONStrict(d.body)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", src, err)
 		}
@@ -247,14 +249,18 @@ func (e *Env) Load(ctx context.Context, objs []Object) error {
 		if len(batch) == 0 {
 			continue
 		}
+		began := time.Now()
 		if err := l.createAll(ctx, batch); err != nil {
 			return err
 		}
+		e.logf("testenv: created %d objects (%s) in %s", len(batch), stepName(s), time.Since(began).Round(time.Millisecond))
 		switch s {
 		case stepCRDs:
+			began := time.Now()
 			if err := l.waitEstablished(ctx, batch); err != nil {
 				return err
 			}
+			e.logf("testenv: %d CRDs Established after %s more", len(batch), time.Since(began).Round(time.Millisecond))
 			cached.Invalidate()
 			mapper.Reset()
 		case stepNamespaces:
@@ -291,6 +297,10 @@ const (
 	stepOther
 	numSteps
 )
+
+func stepName(s int) string {
+	return [numSteps]string{"CRDs", "namespaces", "policy and configuration", "nodes", "services", "workloads", "pods", "other"}[s]
+}
 
 func stepOf(o Object) int {
 	gk := o.GroupVersionKind().GroupKind()
@@ -447,39 +457,63 @@ func (l *loader) hasStatusSubresource(gvr schema.GroupVersionResource) (bool, er
 	}), nil
 }
 
-// waitEstablished waits until every CRD in batch has the condition
-// Established=True (and NamesAccepted=True).
+// waitEstablished waits until every CRD in batch has the conditions
+// Established=True and NamesAccepted=True. It lists once and then watches:
+// the Calico CRDs are megabytes of schema, and polling them would compete
+// with the API server for the CPU it needs to establish them.
 func (l *loader) waitEstablished(ctx context.Context, batch []Object) error {
 	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	pending := map[string]Object{}
 	for _, o := range batch {
 		pending[o.GetName()] = o
 	}
+	notEstablished := func() error {
+		var names []string
+		for _, o := range pending {
+			names = append(names, o.Ref())
+		}
+		sort.Strings(names)
+		return fmt.Errorf("CustomResourceDefinitions not Established: %s: %w", strings.Join(names, ", "), ctx.Err())
+	}
 	for {
 		list, err := l.dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
 		if err != nil {
+			if ctx.Err() != nil {
+				return notEstablished()
+			}
 			return fmt.Errorf("list CustomResourceDefinitions: %w", err)
 		}
-		for _, crd := range list.Items {
-			if _, ok := pending[crd.GetName()]; ok && crdEstablished(&crd) {
-				delete(pending, crd.GetName())
+		for i := range list.Items {
+			if crdEstablished(&list.Items[i]) {
+				delete(pending, list.Items[i].GetName())
 			}
 		}
 		if len(pending) == 0 {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			var names []string
-			for _, o := range pending {
-				names = append(names, o.Ref())
+		w, err := l.dyn.Resource(gvr).Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+		if err != nil {
+			if ctx.Err() != nil {
+				return notEstablished()
 			}
-			sort.Strings(names)
-			return fmt.Errorf("CustomResourceDefinitions not Established: %s: %w", strings.Join(names, ", "), ctx.Err())
-		case <-time.After(100 * time.Millisecond):
+			return fmt.Errorf("watch CustomResourceDefinitions: %w", err)
 		}
+		for ev := range w.ResultChan() {
+			if crd, ok := ev.Object.(*unstructured.Unstructured); ok && crdEstablished(crd) {
+				delete(pending, crd.GetName())
+				if len(pending) == 0 {
+					w.Stop()
+					return nil
+				}
+			}
+		}
+		w.Stop()
+		if ctx.Err() != nil {
+			return notEstablished()
+		}
+		// The watch ended (expired or closed by the server): list again.
 	}
 }
 

@@ -2,8 +2,10 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -62,6 +64,11 @@ items:
 			name:    "bad YAML",
 			in:      "apiVersion: v1\nkind: [\n",
 			wantErr: "f.yaml:1:",
+		},
+		{
+			name:    "duplicate key (a missing ---)",
+			in:      "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\napiVersion: v1\nkind: ConfigMap\n",
+			wantErr: `f.yaml:1: yaml: unmarshal errors:`,
 		},
 		{
 			name:    "not an object",
@@ -249,5 +256,38 @@ func TestLocatesRepositoryAndSharedDirectory(t *testing.T) {
 	re := regexp.MustCompile(`(?m)^\s*(require\s+)?k8s\.io/kubernetes ` + regexp.QuoteMeta(KubernetesVersion) + `\b`)
 	if !re.Match(gomod) {
 		t.Errorf("hack/testenv/go.mod does not require k8s.io/kubernetes %s", KubernetesVersion)
+	}
+}
+
+func TestRemoveStaleDirs(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name, owner string) string {
+		d := filepath.Join(tmp, dirPrefix+name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if owner != "" {
+			if err := os.WriteFile(filepath.Join(d, ownerFile), []byte(owner), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	stale := mk("stale", strconv.Itoa(dead.Process.Pid))
+	live := mk("live", strconv.Itoa(os.Getpid()))
+	kept := mk("kept", "")
+	removeStaleDirs()
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("directory of a dead owner not removed: %v", err)
+	}
+	for _, d := range []string{live, kept} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s removed: %v", d, err)
+		}
 	}
 }

@@ -3,6 +3,7 @@
 package testenv
 
 import (
+	"errors"
 	"os/exec"
 	"syscall"
 )
@@ -12,7 +13,15 @@ import (
 // test process, which then stops the child in order.
 func prepare(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	setParentDeathSignal(cmd.SysProcAttr)
+	setParentDeathSignal(cmd.SysProcAttr, syscall.SIGKILL)
+}
+
+// prepareCommand is for the command "run" runs: it stays in the caller's
+// process group (a terminal's Ctrl-C reaches it, and it may read the
+// terminal) but gets SIGTERM if the runner dies without stopping it.
+func prepareCommand(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	setParentDeathSignal(cmd.SysProcAttr, syscall.SIGTERM)
 }
 
 // signalGroup sends sig to the child's whole process group.
@@ -24,3 +33,9 @@ const (
 	sigTerm = syscall.SIGTERM
 	sigKill = syscall.SIGKILL
 )
+
+// processAlive reports whether a process with this pid exists.
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

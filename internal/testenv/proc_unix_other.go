@@ -6,4 +6,4 @@ import "syscall"
 
 // setParentDeathSignal has no equivalent outside Linux; Stop and the signal
 // handler of Main stop the children.
-func setParentDeathSignal(*syscall.SysProcAttr) {}
+func setParentDeathSignal(*syscall.SysProcAttr, syscall.Signal) {}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 )
 
@@ -19,7 +20,8 @@ const RunExitHarness = 125
 
 // Run implements "hack/testenv/testenv run [--calico] [--load DIR]... [-v]
 // -- CMD ARGS...": it starts an environment, runs CMD with KUBECONFIG set to
-// the admin kubeconfig (and HYBRIDCTL_TESTENV_HOST to the server URL), stops
+// the admin kubeconfig, HYBRIDCTL_TESTENV_HOST to the server URL and BinDir
+// first on PATH (so kubectl is the built v1.37.2 one when present), stops
 // the environment and returns CMD's exit status (128+N when a signal N ended
 // it). SIGINT and SIGTERM are passed to CMD and end the run the same way;
 // the control plane is stopped in every case.
@@ -83,9 +85,19 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	cancel() // stop the start-up watcher; sigs now goes to CMD
 
-	cmd := exec.Command(argv[0], argv[1:]...)
+	// The built binaries (kubectl v1.37.2 among them) come first on PATH.
+	name, path := argv[0], os.Getenv("PATH")
+	if dir, err := BinDir(); err == nil {
+		path = dir + string(os.PathListSeparator) + path
+		if lp, err := lookPathIn(argv[0], dir); err == nil {
+			name = lp
+		}
+	}
+	cmd := exec.Command(name, argv[1:]...)
+	cmd.Args[0] = argv[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.KubeconfigPath(), "HYBRIDCTL_TESTENV_HOST="+env.Host())
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.KubeconfigPath(), "HYBRIDCTL_TESTENV_HOST="+env.Host(), "PATH="+path)
+	prepareCommand(cmd)
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "testenv: %v\n", err)
 		return RunExitHarness
@@ -104,6 +116,23 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	err = cmd.Wait()
 	close(done)
 	return exitStatus(cmd.ProcessState, err, stderr)
+}
+
+// lookPathIn finds a bare command name in dir first, as the child's PATH
+// would (exec.Command resolved it against this process's PATH).
+func lookPathIn(name, dir string) (string, error) {
+	if filepath.Base(name) != name {
+		return "", os.ErrNotExist
+	}
+	p := filepath.Join(dir, name)
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "", err
+	}
+	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+		return "", os.ErrNotExist
+	}
+	return p, nil
 }
 
 func exitStatus(ps *os.ProcessState, err error, stderr io.Writer) int {

@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -128,8 +129,14 @@ func TestRuntimeClassInjectsSchedulingAndToleration(t *testing.T) {
 	cfg.WarningHandlerWithContext = &w
 	cs := clientset(t, cfg)
 
+	// A namespace like the guide's win-demo, so other tests see the lab's
+	// win-demo unchanged.
+	ns := env.NewNamespace(t, "win-demo-", map[string]string{
+		"pod-security.kubernetes.io/enforce":         "restricted",
+		"pod-security.kubernetes.io/enforce-version": "v1.37",
+	})
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "aspnetapp-", Namespace: "win-demo"},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "aspnetapp-", Namespace: ns},
 		Spec: corev1.PodSpec{
 			OS:               &corev1.PodOS{Name: corev1.Windows},
 			RuntimeClassName: ptr.To("windows-2025"),
@@ -140,9 +147,9 @@ func TestRuntimeClassInjectsSchedulingAndToleration(t *testing.T) {
 			Containers: []corev1.Container{{Name: "aspnetapp", Image: "mcr.microsoft.com/dotnet/samples:aspnetapp-nanoserver-ltsc2025"}},
 		},
 	}
-	got, err := cs.CoreV1().Pods("win-demo").Create(t.Context(), pod, metav1.CreateOptions{})
+	got, err := cs.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("create Windows pod in restricted win-demo: %v", err)
+		t.Fatalf("create Windows pod in restricted %s: %v", ns, err)
 	}
 	wantSelector := map[string]string{
 		"kubernetes.io/os":                 "windows",
@@ -161,6 +168,36 @@ func TestRuntimeClassInjectsSchedulingAndToleration(t *testing.T) {
 	}
 	if len(w.msgs) != 0 {
 		t.Errorf("admission warnings %q, want none (the guide: passed restricted without a single warning)", w.msgs)
+	}
+}
+
+func TestHostProcessPodNeedsPrivilegedNamespace(t *testing.T) {
+	env := testenv.Get(t)
+	cs := clientset(t, env.AdminConfig())
+	hostProcess := func(ns string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "kube-proxy-windows-", Namespace: ns},
+			Spec: corev1.PodSpec{
+				OS:          &corev1.PodOS{Name: corev1.Windows},
+				HostNetwork: true,
+				SecurityContext: &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{
+					HostProcess: ptr.To(true), RunAsUserName: ptr.To(`NT AUTHORITY\system`),
+				}},
+				Containers: []corev1.Container{{Name: "kube-proxy", Image: "sigwindowstools/kube-proxy:v1.37.2-calico-hostprocess"}},
+			},
+		}
+	}
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	// calico-system is labelled privileged by the operator; kube-system has
+	// no Pod Security labels (privileged by default).
+	for _, ns := range []string{"calico-system", "kube-system"} {
+		if _, err := cs.CoreV1().Pods(ns).Create(t.Context(), hostProcess(ns), dry); err != nil {
+			t.Errorf("HostProcess pod in %s: %v, want accepted (kube-apiserver runs with --allow-privileged=true)", ns, err)
+		}
+	}
+	_, err := cs.CoreV1().Pods("win-demo").Create(t.Context(), hostProcess("win-demo"), dry)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `violates PodSecurity "restricted:v1.37"`) || !strings.Contains(err.Error(), "hostProcess") {
+		t.Errorf("HostProcess pod in restricted win-demo: got %v, want Forbidden by Pod Security naming hostProcess", err)
 	}
 }
 
@@ -228,6 +265,44 @@ func TestNodeCreatesButCannotApproveItsServingCSR(t *testing.T) {
 	admin := clientset(t, env.AdminConfig()).CertificatesV1().CertificateSigningRequests()
 	if _, err := admin.UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
 		t.Errorf("admin approves the CSR: %v", err)
+	}
+}
+
+func TestNodeRestrictionLimitsANodeToItself(t *testing.T) {
+	env := testenv.Get(t)
+	ctx := t.Context()
+	cfg, err := env.UserConfig("system:node:k8s-lab-node-1", "system:nodes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := clientset(t, cfg).CoreV1().Nodes()
+	// Server-side dry runs: the lab's nodes stay as they are.
+	dry := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
+	label := func(k, v string) []byte {
+		return []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, k, v))
+	}
+	if _, err := nodes.Patch(ctx, "k8s-lab-node-1", types.MergePatchType, label("example.com/rack", "r1"), dry); err != nil {
+		t.Errorf("node labels itself: %v", err)
+	}
+	if _, err := nodes.Patch(ctx, "k8s-lab-node-2", types.MergePatchType, label("example.com/rack", "r1"), dry); !apierrors.IsForbidden(err) {
+		t.Errorf("node labels another node: got %v, want Forbidden", err)
+	}
+	_, err = nodes.Patch(ctx, "k8s-lab-node-1", types.MergePatchType, label("node-role.kubernetes.io/control-plane", ""), dry)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "node-role.kubernetes.io/control-plane") {
+		t.Errorf("node gives itself the control-plane role label: got %v, want Forbidden by NodeRestriction", err)
+	}
+	// The Node authorizer: a node reads only what its pods need. A hello
+	// pod on k8s-lab-node-1 pulls with demo/ghcr-pull (through the default
+	// ServiceAccount's imagePullSecrets); k8s-lab-win-1 runs no demo pod.
+	if _, err := clientset(t, cfg).CoreV1().Secrets("demo").Get(ctx, "ghcr-pull", metav1.GetOptions{}); err != nil {
+		t.Errorf("k8s-lab-node-1 reads the pull secret of its hello pod: %v", err)
+	}
+	winCfg, err := env.UserConfig("system:node:k8s-lab-win-1", "system:nodes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clientset(t, winCfg).CoreV1().Secrets("demo").Get(ctx, "ghcr-pull", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("k8s-lab-win-1 reads a secret none of its pods uses: got %v, want Forbidden", err)
 	}
 }
 
@@ -443,7 +518,7 @@ func TestLabFixtureReadsBackAsWritten(t *testing.T) {
 			}
 		}
 	}
-	wantKinds := map[string]int{"Node": 4, "Namespace": 4, "RuntimeClass": 1, "Installation": 1, "IPPool": 1, "TigeraStatus": 5}
+	wantKinds := map[string]int{"Node": 4, "Namespace": 5, "RuntimeClass": 1, "Installation": 1, "IPPool": 1, "TigeraStatus": 5}
 	for k, n := range wantKinds {
 		if kinds[k] != n {
 			t.Errorf("fixture has %d %s objects, want %d", kinds[k], k, n)
@@ -471,5 +546,94 @@ func TestLabFixtureReadsBackAsWritten(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("nodes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestLabIsTheGuidesCluster checks the loaded lab against what the guide
+// shows at its end, through the API as kubectl would see it.
+func TestLabIsTheGuidesCluster(t *testing.T) {
+	env := testenv.Get(t)
+	ctx := t.Context()
+	cs := clientset(t, env.AdminConfig())
+
+	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onWindows := map[string]bool{}
+	dnsNodes := map[string]bool{}
+	labNamespaces := map[string]bool{"kube-system": true, "calico-system": true, "tigera-operator": true, "cert-manager": true, "demo": true, "win-demo": true}
+	for _, p := range pods.Items {
+		if !labNamespaces[p.Namespace] {
+			continue // other tests' pods
+		}
+		if p.Spec.NodeName == "k8s-lab-win-1" {
+			onWindows[p.Namespace+"/"+p.Name] = true
+		}
+		if p.Labels["k8s-app"] == "kube-dns" && p.Namespace == "kube-system" {
+			dnsNodes[p.Spec.NodeName] = true
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			t.Errorf("pod %s/%s is %s, want Running", p.Namespace, p.Name, p.Status.Phase)
+		}
+	}
+	wantWindows := map[string]bool{
+		"kube-system/kube-proxy-windows-z9qdq":    true,
+		"calico-system/calico-node-windows-q54h2": true,
+		"win-demo/aspnetapp-769559d8ff-dkp9z":     true,
+		"win-demo/aspnetapp-769559d8ff-vk445":     true,
+	}
+	if !reflect.DeepEqual(onWindows, wantWindows) {
+		t.Errorf("pods on k8s-lab-win-1 = %v, want %v", onWindows, wantWindows)
+	}
+	if len(dnsNodes) != 2 {
+		t.Errorf("CoreDNS pods on nodes %v, want two different nodes", dnsNodes)
+	}
+
+	dss, err := cs.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dss.Items) != 5 {
+		t.Errorf("%d DaemonSets, want the guide's 5", len(dss.Items))
+	}
+	for _, ds := range dss.Items {
+		osName := ds.Spec.Template.Spec.NodeSelector[corev1.LabelOSStable]
+		if osName != "linux" && osName != "windows" {
+			t.Errorf("DaemonSet %s/%s has no kubernetes.io/os selector", ds.Namespace, ds.Name)
+		}
+		if ds.Status.NumberReady != ds.Status.DesiredNumberScheduled || ds.Status.DesiredNumberScheduled == 0 {
+			t.Errorf("DaemonSet %s/%s ready %d of %d", ds.Namespace, ds.Name, ds.Status.NumberReady, ds.Status.DesiredNumberScheduled)
+		}
+	}
+
+	dyn, err := dynamic.NewForConfig(env.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := dyn.Resource(installationGVR).Get(ctx, "default", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"spec.calicoNetwork.bgp":              "Disabled",
+		"spec.calicoNetwork.windowsDataplane": "HNS",
+		"spec.calicoNetwork.linuxDataplane":   "Nftables",
+	} {
+		got, _, _ := unstructured.NestedString(inst.Object, strings.Split(path, ".")...)
+		if got != want {
+			t.Errorf("Installation default %s = %q, want %q", path, got, want)
+		}
+	}
+	pools, _, _ := unstructured.NestedSlice(inst.Object, "spec", "calicoNetwork", "ipPools")
+	if len(pools) != 1 || pools[0].(map[string]any)["encapsulation"] != "VXLAN" {
+		t.Errorf("Installation ipPools = %v, want one VXLAN pool", pools)
+	}
+	ipam, err := dyn.Resource(schema.GroupVersionResource{Group: "projectcalico.org", Version: "v3", Resource: "ipamconfigurations"}).Get(ctx, "default", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strict, _, _ := unstructured.NestedBool(ipam.Object, "spec", "strictAffinity"); !strict {
+		t.Error("IPAMConfiguration default strictAffinity is not true")
 	}
 }

@@ -106,6 +106,8 @@ containerd config default \
 	fi
 systemctl enable --now containerd >/dev/null
 grep -q 'SystemdCgroup = true' /etc/containerd/config.toml || die "SystemdCgroup not set in /etc/containerd/config.toml"
+grep -Fq "sandbox = '${SANDBOX_IMAGE}'" /etc/containerd/config.toml \
+	|| die "the sandbox image is not set in /etc/containerd/config.toml (containerd 2.x config expected)"
 
 step "Kubernetes packages $KUBERNETES_VERSION from $APT_REPO"
 install -d -m 755 /etc/apt/keyrings

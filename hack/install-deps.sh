@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the system packages the tests use, when missing: etcd (the test
+# control plane), sshd (SSH transport tests), shellcheck (script checks).
+# Debian/Ubuntu; needs root to install. Quiet when everything is there.
+set -euo pipefail
+
+need=()
+command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
+[ "${#need[@]}" -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+	echo "install-deps: missing ${need[*]}; install them (Debian/Ubuntu: apt-get install ${need[*]})" >&2
+	exit 1
+fi
+echo "install-deps: installing ${need[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

@@ -1,0 +1,357 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hybridctl/hybridctl/internal/kubeconfig"
+	"github.com/hybridctl/hybridctl/internal/plan"
+	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/apply"
+	"github.com/hybridctl/hybridctl/internal/provision/preflight"
+	"github.com/hybridctl/hybridctl/internal/provision/transport"
+	"github.com/hybridctl/hybridctl/internal/render"
+)
+
+// provisionFlags are the flags apply and reset share.
+type provisionFlags struct {
+	spec              specFlags
+	dryRun, offline   bool
+	skip, only        []string
+	acceptNewHostKeys bool
+	output            string
+	concurrency       int
+	statePath         string
+	knownHosts        string
+	identities        []string
+	connectTimeout    time.Duration
+}
+
+func (f *provisionFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	f.spec.add(cmd)
+	fl.BoolVar(&f.dryRun, "dry-run", false, "print, host by host, what would be done; change nothing (may connect to read state)")
+	fl.BoolVar(&f.offline, "offline", false, "with --dry-run: connect to nothing, show the procedure as for fresh machines")
+	fl.StringSliceVar(&f.skip, "skip-phases", nil, "phases not to run (comma-separated)")
+	fl.StringSliceVar(&f.only, "only", nil, "run only these phases (comma-separated)")
+	fl.BoolVar(&f.acceptNewHostKeys, "accept-new-host-keys", false, "add the keys of hosts not yet in known_hosts (a changed key is always refused)")
+	fl.StringVarP(&f.output, "output", "o", "text", "progress output: text or json (one event per line)")
+	fl.IntVar(&f.concurrency, "concurrency", provision.DefaultConcurrency, "steps running at once")
+	fl.StringVar(&f.statePath, "state", "", "state file recording finished steps (default .hybridctl/CLUSTER.state.json beside the spec)")
+	fl.StringVar(&f.knownHosts, "known-hosts", "", "known_hosts file (default ~/.ssh/known_hosts)")
+	fl.StringSliceVarP(&f.identities, "identity", "i", nil, "private key files (default: the SSH agent, else ~/.ssh/id_ed25519, id_ecdsa, id_rsa)")
+	fl.DurationVar(&f.connectTimeout, "connect-timeout", 15*time.Second, "timeout of one SSH connection attempt")
+}
+
+func (f *provisionFlags) validate() error {
+	if f.output != "text" && f.output != "json" {
+		return Usagef("-o/--output must be text or json, not %q", f.output)
+	}
+	if f.offline && !f.dryRun {
+		return Usagef("--offline only makes sense with --dry-run")
+	}
+	if f.concurrency < 1 {
+		return Usagef("--concurrency must be at least 1")
+	}
+	return nil
+}
+
+// session is what a provisioning command sets up from its flags.
+type session struct {
+	plan     *plan.Plan
+	hosts    []provision.Host
+	pool     *transport.Pool
+	redactor *provision.Redactor
+	state    string
+}
+
+func (f *provisionFlags) open(ctx context.Context, s Streams) (*session, error) {
+	if err := f.validate(); err != nil {
+		return nil, err
+	}
+	res, err := f.spec.load(ctx, s.In, s.Err)
+	if err != nil {
+		return nil, err
+	}
+	p, err := plan.Derive(res.Cluster, res.Diagnostics)
+	if err != nil {
+		return nil, Problem(fmt.Errorf("%s: %w", res.File, err))
+	}
+	home, _ := os.UserHomeDir()
+	kh := f.knownHosts
+	if kh == "" {
+		kh = filepath.Join(home, ".ssh", "known_hosts")
+	}
+	base := transport.Config{
+		KnownHosts:     &transport.KnownHosts{Path: kh, AcceptNew: f.acceptNewHostKeys},
+		AgentSocket:    os.Getenv("SSH_AUTH_SOCK"),
+		KeyFiles:       f.identities,
+		ConnectTimeout: f.connectTimeout,
+	}
+	if len(base.KeyFiles) == 0 && base.AgentSocket == "" && home != "" {
+		for _, k := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
+			if p := filepath.Join(home, ".ssh", k); fileExists(p) {
+				base.KeyFiles = append(base.KeyFiles, p)
+			}
+		}
+	}
+	state := f.statePath
+	if state == "" {
+		dir := "."
+		if res.File != "" && res.File != "<stdin>" && res.File != "-" {
+			dir = filepath.Dir(res.File)
+		}
+		state = filepath.Join(dir, ".hybridctl", p.Cluster+".state.json")
+	}
+	sess := &session{plan: p, hosts: apply.Hosts(p), pool: transport.NewPool(apply.SSHConfigs(p, base)...),
+		redactor: &provision.Redactor{}, state: state}
+	return sess, nil
+}
+
+func (sess *session) reporterFor(f *provisionFlags, out io.Writer, phases []provision.Phase, verb string) provision.Reporter {
+	if f.output == "json" {
+		return provision.NewJSONReporter(out)
+	}
+	r := provision.NewTextReporter(out, phases, sess.hosts)
+	r.Verb = verb
+	return r
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// exitFor maps an engine result to the exit-code contract: unknown phases
+// are usage errors; an interruption, a state-file problem or failures that
+// all happened while connecting (before any change) are "could not
+// complete"; any other failed phase is exit 1.
+func exitFor(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, provision.ErrUnknownPhase) {
+		return Usage(err)
+	}
+	if errors.Is(err, context.Canceled) {
+		return Incomplete(err)
+	}
+	pes := provision.PhaseErrors(err)
+	if len(pes) == 0 {
+		return Incomplete(err)
+	}
+	beforeChange := true
+	for _, pe := range pes {
+		var fe *preflight.FindingsError
+		if !strings.HasPrefix(pe.Phase, "preflight") || errors.As(pe, &fe) {
+			beforeChange = false
+		}
+	}
+	if beforeChange {
+		return Incomplete(err)
+	}
+	return Problem(err)
+}
+
+type applyFlags struct {
+	provisionFlags
+	ignorePreflight []string
+	rebootTimeout   time.Duration
+	kubeconfig      string
+	manifestsDir    string
+	calicoTimeout   time.Duration
+}
+
+func newApplyCmd(s Streams) *cobra.Command {
+	f := &applyFlags{}
+	cmd := &cobra.Command{
+		Use:   "apply -f cluster.yaml",
+		Short: "Provision the cluster over SSH, phase by phase; resumable",
+		Long: `apply builds the cluster described by the spec over SSH, following the hybrid
+cluster guide phase by phase: preflight, Linux and Windows preparation,
+kubeadm init, Calico, the joins, CSR approval, add-ons, kube-proxy for
+Windows, RuntimeClasses, check workloads, doctor.
+
+Every finished step is recorded in a state file; run apply again after a
+failure or Ctrl-C and it resumes where each host stopped. Steps check the
+host before acting, so apply on a finished cluster changes nothing.
+
+Host keys are checked against known_hosts: an unknown key is refused unless
+--accept-new-host-keys, a changed key always. Linux users other than root
+need passwordless sudo; Windows users must be administrators (OpenSSH).
+
+STATUS: preflight, the node preparation (the rendered prepare.sh and
+prepare.ps1, with the Windows reboots), kubeadm init, the kubeconfig import,
+Calico and its readiness, the joins, the CoreDNS restart, the add-ons,
+kube-proxy-windows, the RuntimeClasses and the check workloads are
+implemented; CSR approval and doctor are listed with their order and gates and fail with "not
+implemented yet" when run: do them by hand from the runbook and pass them
+to --skip-phases. See docs/apply.md.
+
+Ctrl-C stops cleanly (finished steps stay recorded); a second Ctrl-C exits
+at once (130).`,
+		Example: `  # the whole procedure as for fresh machines, connecting to nothing
+  hybridctl apply -f cluster.yaml --dry-run --offline
+
+  # check the machines (read-only), trusting their host keys on first use
+  hybridctl apply -f cluster.yaml --only preflight,preflight-cluster --accept-new-host-keys
+
+  # machine-readable progress
+  hybridctl apply -f cluster.yaml -o json | jq -c 'select(.type=="fail")'`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runApply(cmd, s, f) },
+	}
+	f.add(cmd)
+	cmd.Flags().StringSliceVar(&f.ignorePreflight, "ignore-preflight-errors", nil, "preflight checks whose errors become warnings (names, or all)")
+	cmd.Flags().DurationVar(&f.rebootTimeout, "reboot-timeout", 15*time.Minute, "how long a node may take to come back from one reboot")
+	cmd.Flags().StringVar(&f.manifestsDir, "manifests-dir", "", "directory with Calico's CRD and operator manifests (air-gapped sites; default: download the release's)")
+	cmd.Flags().DurationVar(&f.calicoTimeout, "calico-timeout", 15*time.Minute, "how long to wait for Calico to be ready")
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig to import the cluster's admin credentials into (default $KUBECONFIG or ~/.kube/config)")
+	return cmd
+}
+
+func runApply(cmd *cobra.Command, s Streams, f *applyFlags) error {
+	ctx := cmd.Context()
+	sess, err := f.open(ctx, s)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sess.pool.Close() }()
+	// The same files `hybridctl render` writes; join files keep their
+	// placeholders (the join phases fill them).
+	files, err := render.Render(sess.plan, render.Options{})
+	if err != nil {
+		return Problem(err)
+	}
+	kc, err := kubeconfig.TargetPath(f.kubeconfig, os.Getenv("KUBECONFIG"))
+	if err != nil {
+		return Usage(err)
+	}
+	target := &apply.KubeconfigTarget{Store: &kubeconfig.Store{Path: kc}, Name: sess.plan.Cluster}
+	phases := apply.Phases(apply.Deps{Hosts: sess.hosts, Connect: sess.pool.Get,
+		Kubeconfig: target, RESTConfig: apply.RESTConfigFrom(target),
+		Calico: apply.CalicoFrom(sess.plan, f.manifestsDir), CalicoTimeout: f.calicoTimeout,
+		Addons: apply.AddonsFrom(sess.plan),
+		Expect: apply.Expectations(sess.plan), IgnorePreflight: f.ignorePreflight,
+		Files: apply.ArtifactsOf(files), RebootTimeout: f.rebootTimeout, Redactor: sess.redactor})
+	e, err := provision.New(phases, sess.hosts, provision.Options{
+		Cluster: sess.plan.Cluster, StatePath: sess.state, DryRun: f.dryRun, Offline: f.offline,
+		Skip: f.skip, Only: f.only, Concurrency: f.concurrency,
+		Reporter: sess.reporterFor(&f.provisionFlags, s.Out, phases, "applied"), Redactor: sess.redactor,
+	})
+	if err != nil {
+		return exitFor(err)
+	}
+	return f.quiet(exitFor(e.Run(ctx)))
+}
+
+// quiet marks a failure that the text progress output has already shown
+// (every failed step with its error and output, and the summary), so Main
+// does not print it again. With -o json the events are for programs and
+// the error still goes to standard error for people.
+func (f *provisionFlags) quiet(err error) error {
+	var ee *ExitError
+	if f.output == "text" && errors.As(err, &ee) && ee.Code == ExitProblem {
+		ee.Silent = true
+	}
+	return err
+}
+
+type resetFlags struct {
+	provisionFlags
+	nodes         []string
+	yes           bool
+	rebootTimeout time.Duration
+}
+
+func newResetCmd(s Streams) *cobra.Command {
+	f := &resetFlags{}
+	cmd := &cobra.Command{
+		Use:   "reset -f cluster.yaml [--node NAME]... --yes",
+		Short: "Take nodes apart as the guide's troubleshooting section does",
+		Long: `reset takes nodes apart the way the guide does before reinstalling them:
+drain and delete the node through the API, then on the host kubeadm reset -f
+and the CNI configuration; on Windows also the HNS networks, and a reboot
+that reset waits for. Workers go first, the control plane last. --node
+limits it to some nodes; without it, every node is reset.
+
+It is destructive: pass --yes (or --dry-run to see what it would do). After
+a complete reset the nodes' records in apply's state file are dropped, so
+apply starts over on them.
+
+STATUS: the host side is implemented; drain and delete-node (API side) are
+not yet, so skip them explicitly: --skip-phases drain,delete-node.`,
+		Example: `  # what would happen to the Windows node
+  hybridctl reset -f cluster.yaml --node k8s-lab-win-1 --dry-run
+
+  # reinstall the Windows node (drain/delete by hand with kubectl for now)
+  hybridctl reset -f cluster.yaml --node k8s-lab-win-1 --skip-phases drain,delete-node --yes`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runReset(cmd, s, f) },
+	}
+	f.add(cmd)
+	cmd.Flags().StringSliceVar(&f.nodes, "node", nil, "reset only these nodes (default: all)")
+	cmd.Flags().BoolVar(&f.yes, "yes", false, "confirm: the nodes are taken apart")
+	cmd.Flags().DurationVar(&f.rebootTimeout, "reboot-timeout", 15*time.Minute, "how long a Windows node may take to come back")
+	return cmd
+}
+
+func runReset(cmd *cobra.Command, s Streams, f *resetFlags) error {
+	ctx := cmd.Context()
+	if !f.yes && !f.dryRun {
+		return Usagef("reset takes nodes apart: pass --yes to confirm, or --dry-run to see what it would do")
+	}
+	sess, err := f.open(ctx, s)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sess.pool.Close() }()
+	phases := apply.ResetPhases(apply.Deps{Hosts: sess.hosts, Connect: sess.pool.Get}, f.rebootTimeout)
+	var hosts []string
+	if len(f.nodes) > 0 {
+		hosts = append([]string{provision.ClusterHostName}, f.nodes...)
+	}
+	e, err := provision.New(phases, sess.hosts, provision.Options{
+		Cluster: sess.plan.Cluster, DryRun: f.dryRun, Offline: f.offline, Skip: f.skip, Only: f.only,
+		Hosts: hosts, Concurrency: f.concurrency,
+		Reporter: sess.reporterFor(&f.provisionFlags, s.Out, phases, "reset"), Redactor: sess.redactor,
+	})
+	if err != nil {
+		if strings.Contains(err.Error(), "unknown host") {
+			return Usage(err)
+		}
+		return exitFor(err)
+	}
+	if err := e.Run(ctx); err != nil || f.dryRun {
+		return f.quiet(exitFor(err))
+	}
+	// The nodes are fresh again: apply must not skip their steps.
+	st, err := provision.LoadState(sess.state, sess.plan.Cluster)
+	if err != nil {
+		return Incomplete(err)
+	}
+	reset := f.nodes
+	if len(reset) == 0 {
+		for _, h := range sess.hosts {
+			reset = append(reset, h.Name)
+		}
+		reset = append(reset, provision.ClusterHostName)
+	}
+	for _, n := range reset {
+		st.Forget(n)
+	}
+	if fileExists(sess.state) {
+		if err := st.Save(ctx, sess.state); err != nil {
+			return Incomplete(err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+package csr
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func TestInClusterApproverGolden(t *testing.T) {
+	for _, tc := range []struct {
+		golden string
+		opts   DeployOptions
+	}{
+		{"incluster-approver.golden.yaml", DeployOptions{Image: "ghcr.io/hybridctl/hybridctl:v0.1.0"}},
+		{"incluster-approver-spec.golden.yaml", DeployOptions{Image: "ghcr.io/hybridctl/hybridctl:v0.1.0", MaxExpiration: "720h",
+			ClusterSpec: []byte("apiVersion: hybridctl.dev/v1alpha1\nkind: Cluster\n")}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			o, err := InClusterApprover(tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := o.YAML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", tc.golden)
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -run TestInClusterApproverGolden -update)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("rendered approver differs from %s; rerun with -update if intended\n%s", golden, got)
+			}
+		})
+	}
+}
+
+func TestInClusterApproverNeedsImage(t *testing.T) {
+	if _, err := InClusterApprover(DeployOptions{}); err == nil {
+		t.Fatal("no error without an image")
+	}
+}
+
+// TestApproverRulesLeastPrivilege pins the rules: approve only on the
+// kubelet-serving signer, no wildcard anywhere, no write on CSRs themselves.
+func TestApproverRulesLeastPrivilege(t *testing.T) {
+	for _, r := range ApproverRules() {
+		for _, list := range [][]string{r.APIGroups, r.Resources, r.Verbs, r.ResourceNames} {
+			if slices.Contains(list, "*") {
+				t.Errorf("rule %+v has a wildcard", r)
+			}
+		}
+		if slices.Contains(r.Verbs, "approve") && (!slices.Equal(r.Resources, []string{"signers"}) || !slices.Equal(r.ResourceNames, []string{SignerName})) {
+			t.Errorf("approve granted beyond signers/%s: %+v", SignerName, r)
+		}
+		for _, v := range r.Verbs {
+			if (v == "create" || v == "delete" || v == "patch" || v == "deletecollection") ||
+				(v == "update" && !slices.Equal(r.Resources, []string{"certificatesigningrequests/approval"})) {
+				t.Errorf("rule %+v grants %q", r, v)
+			}
+		}
+	}
+}

@@ -1,0 +1,28 @@
+//go:build windows
+
+package kubeconfig
+
+import (
+	"errors"
+	"os"
+
+	"golang.org/x/sys/windows"
+)
+
+func tryLock(f *os.File) error {
+	var ol windows.Overlapped
+	err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &ol)
+	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) || errors.Is(err, windows.ERROR_IO_PENDING) {
+		return errWouldBlock
+	}
+	return err
+}
+
+func unlock(f *os.File) error {
+	var ol windows.Overlapped
+	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, &ol)
+}
+
+// syncDir is a no-op: Windows has no directory fsync; MoveFileEx with
+// MOVEFILE_REPLACE_EXISTING (os.Rename) is what makes the replace atomic.
+func syncDir(string) error { return nil }

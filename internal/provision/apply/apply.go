@@ -1,0 +1,131 @@
+// Package apply is the ordered phase lists of `hybridctl apply` and
+// `hybridctl reset`, following the guide section by section.
+//
+// Status: preflight, linux-prepare and windows-prepare (the rendered
+// prepare scripts, with the Windows reboots), kubeadm-init, the joins and
+// the host side of reset are implemented. The phases that need the
+// Kubernetes API client are in the list with their targets, gates and an
+// outline of what they will do, and fail with provision.ErrNotImplemented
+// when run: the list is the contract the implementations fill in, and
+// nothing pretends to be done.
+package apply
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/preflight"
+	"github.com/hybridctl/hybridctl/internal/provision/transport"
+)
+
+// Deps are what the phases need from the command.
+type Deps struct {
+	Hosts []provision.Host
+	// Connect returns the SSH client of a host (a transport.Pool's Get).
+	Connect func(ctx context.Context, host string) (*transport.Client, error)
+	// Expect is what preflight checks the hosts against.
+	Expect preflight.Expect
+	// IgnorePreflight lists preflight check names downgraded to warnings.
+	IgnorePreflight []string
+	// Files are the rendered artifacts (render.Render of the plan).
+	Files Artifacts
+	// RebootTimeout bounds one reboot of a node (default 15 minutes).
+	RebootTimeout time.Duration
+	// Redactor learns the join tokens as they are created.
+	Redactor *provision.Redactor
+	// Kubeconfig is where the kubeconfig phase imports admin.conf; nil
+	// leaves that phase unimplemented.
+	Kubeconfig *KubeconfigTarget
+	// RESTConfig gives the API phases their connection (RESTConfigFrom
+	// the Kubeconfig target); nil leaves them unimplemented.
+	RESTConfig func(ctx context.Context) (*rest.Config, error)
+	// Calico is where the upstream Calico manifests come from.
+	Calico *CalicoManifests
+	// CalicoTimeout bounds the wait for Calico to be ready (default 15m).
+	CalicoTimeout time.Duration
+	// Addons are the add-ons the spec asks for (AddonsFrom).
+	Addons []AddonSource
+}
+
+// cleanupTimeout bounds removing a secret file after its use.
+const cleanupTimeout = 30 * time.Second
+
+func (d Deps) hostConn(ctx context.Context, host string) (hostConn, error) {
+	c, err := d.Connect(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// pending is a phase of the list that is not implemented yet: it has its
+// place, targets, gates and an outline, and fails when run.
+type pending struct {
+	title, needs string
+	on           func([]provision.Host) []provision.Host
+	after        []string
+	outline      []string
+}
+
+func (p *pending) Title() string                               { return p.title }
+func (p *pending) Targets(h []provision.Host) []provision.Host { return p.on(h) }
+func (p *pending) Waits() []string                             { return p.after }
+func (p *pending) Description() string                         { return p.outline[0] }
+func (p *pending) Run(context.Context, provision.Host) error {
+	return fmt.Errorf("%w: phase %s needs %s", provision.ErrNotImplemented, p.title, p.needs)
+}
+
+// DryRun outlines the step. The exact commands and files come with the
+// implementation (from internal/render); until then the outline says so.
+func (p *pending) DryRun(context.Context, provision.Host) ([]string, error) {
+	out := append([]string(nil), p.outline...)
+	return append(out, "(outline only: not implemented yet, needs "+p.needs+")"), nil
+}
+
+// Phases returns the apply procedure in order. Gates: the Linux workers
+// join after Calico is ready; the Windows nodes are prepared in parallel
+// with the Linux part (reboots included) and join after Calico is ready
+// for Windows; the cluster-wide phases run one after another.
+func Phases(d Deps) []provision.Phase {
+	runner := func(ctx context.Context, host string) (preflight.Runner, error) { return d.Connect(ctx, host) }
+	list := preflight.Phases(runner, d.Hosts, d.Expect, d.IgnorePreflight)
+	const api = "the Kubernetes API client"
+	calicoTimeout := d.CalicoTimeout
+	if calicoTimeout <= 0 {
+		calicoTimeout = 15 * time.Minute
+	}
+	rebootTimeout := d.RebootTimeout
+	if rebootTimeout <= 0 {
+		rebootTimeout = 15 * time.Minute
+	}
+	p := func(title, needs string, on func([]provision.Host) []provision.Host, after []string, outline ...string) provision.Phase {
+		return &pending{title: title, needs: needs, on: on, after: after, outline: outline}
+	}
+	cluster := provision.ClusterWide
+	return append(list,
+		&linuxPreparePhase{files: d.Files, connect: d.hostConn},
+		&windowsPreparePhase{files: d.Files, connect: d.hostConn, rebootTimeout: rebootTimeout},
+		&kubeadmInitPhase{files: d.Files, connect: d.hostConn},
+		&kubeconfigPhase{target: d.Kubeconfig, hosts: d.Hosts, connect: d.hostConn, redactor: d.Redactor},
+		&calicoPhase{files: d.Files, manifests: d.Calico, restConfig: d.RESTConfig},
+		&calicoReadyPhase{hosts: d.Hosts, restConfig: d.RESTConfig, timeout: calicoTimeout, poll: 5 * time.Second},
+		&joinPhase{title: "join-linux", after: []string{"calico-ready"}, files: d.Files, hosts: d.Hosts, connect: d.hostConn, redactor: d.Redactor},
+		p("approve-linux-csrs", api, cluster, []string{"join-linux"},
+			"approve the kubelet-serving CSRs of the control plane and the Linux workers through the verified approver (hybridctl csr approve)"),
+		&corednsRestartPhase{restConfig: d.RESTConfig},
+		&addonsPhase{addons: d.Addons, restConfig: d.RESTConfig},
+		&joinPhase{title: "join-windows", windows: true, after: []string{"calico-ready", "windows-prepare"}, files: d.Files, hosts: d.Hosts, connect: d.hostConn, redactor: d.Redactor},
+		p("approve-windows-csrs", api, cluster, []string{"join-windows"}, "approve the Windows node's kubelet-serving CSR through the verified approver"),
+		&manifestPhase{title: "kube-proxy-windows", desc: "kube-proxy-windows DaemonSet (HostProcess, winkernel) for the cluster's version",
+			paths: d.Files.under("cluster/windows/kube-proxy-windows"), files: d.Files, restConfig: d.RESTConfig},
+		&manifestPhase{title: "runtimeclasses", desc: "a RuntimeClass per Windows build (handler runhcs-wcow-process, nodeSelector and the os=windows toleration)",
+			paths: d.Files.under("cluster/windows/runtimeclass-"), files: d.Files, restConfig: d.RESTConfig},
+		&manifestPhase{title: "check-workloads", desc: "the guide's check workloads: hello on the Linux workers, aspnetapp on Windows through its RuntimeClass (doctor then checks they run)",
+			paths: d.Files.under("workloads/"), files: d.Files, restConfig: d.RESTConfig},
+		p("doctor", api, cluster, nil, "hybridctl doctor against the new cluster; its summary ends the output"),
+	)
+}

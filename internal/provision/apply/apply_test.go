@@ -1,0 +1,250 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hybridctl/hybridctl/internal/plan"
+	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/transport"
+	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
+	"github.com/hybridctl/hybridctl/internal/render"
+	"github.com/hybridctl/hybridctl/internal/spec"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func labHosts() []provision.Host {
+	return []provision.Host{
+		{Name: "k8s-lab-master-1", Role: provision.RoleControlPlane, OS: provision.Linux, Address: "192.168.10.23"},
+		{Name: "k8s-lab-node-1", Role: provision.RoleWorker, OS: provision.Linux, Address: "192.168.10.24"},
+		{Name: "k8s-lab-node-2", Role: provision.RoleWorker, OS: provision.Linux, Address: "192.168.10.26"},
+		{Name: "k8s-lab-win-1", Role: provision.RoleWorker, OS: provision.Windows, Address: "192.168.10.25"},
+	}
+}
+
+func noConnect(context.Context, string) (*transport.Client, error) {
+	return nil, errors.New("offline test: no connections")
+}
+
+// labDeps renders the guide's lab (examples/lab.yaml) for real.
+func labDeps(t *testing.T) Deps {
+	t.Helper()
+	res, err := spec.LoadFile(context.Background(), "../../../examples/lab.yaml")
+	if err != nil || res.Err() != nil {
+		t.Fatalf("lab spec: %v %v", err, res.Err())
+	}
+	p, err := plan.Derive(res.Cluster, res.Diagnostics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := render.Render(p, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Hosts(p); !slices.Equal(got, labHosts()) {
+		t.Fatalf("Hosts(plan) = %v", got)
+	}
+	return Deps{Hosts: Hosts(p), Connect: noConnect, Expect: Expectations(p), Files: ArtifactsOf(files)}
+}
+
+var (
+	stamp = regexp.MustCompile(`(?m)^\[ *[0-9.]+s\] | in [0-9.]+[µnm]?s$`)
+	// Sizes and hashes of rendered files change with render's templates;
+	// render's own golden files pin the content.
+	fileSum = regexp.MustCompile(`[0-9]+ bytes, sha256 [0-9a-f]{64}`)
+)
+
+// TestLabDryRunGolden is the whole procedure for the guide's lab as for
+// fresh machines (--dry-run --offline), host by host in order.
+func TestLabDryRunGolden(t *testing.T) {
+	phases := Phases(labDeps(t))
+	var out strings.Builder
+	e, err := provision.New(phases, labHosts(), provision.Options{Cluster: "lab", DryRun: true, Offline: true,
+		Reporter: provision.NewTextReporter(&out, phases, labHosts())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := fileSum.ReplaceAllString(stamp.ReplaceAllString(out.String(), ""), "N bytes, sha256 …")
+	golden := filepath.Join("testdata", "lab-dry-run-offline.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("dry-run differs from %s (run with -update to accept):\n%s", golden, got)
+	}
+}
+
+// stepOrder returns, per host, the phases in the order the engine plans
+// them.
+func hostPipeline(phases []provision.Phase, host provision.Host, hosts []provision.Host) []string {
+	var out []string
+	for _, p := range phases {
+		ts := provision.Nodes(hosts)
+		if t, ok := p.(provision.Targeter); ok {
+			ts = t.Targets(hosts)
+		}
+		if slices.ContainsFunc(ts, func(h provision.Host) bool { return h.Name == host.Name }) {
+			out = append(out, p.Title())
+		}
+	}
+	return out
+}
+
+func TestProcedureShape(t *testing.T) {
+	phases := Phases(labDeps(t))
+	if _, err := provision.New(phases, labHosts(), provision.Options{}); err != nil {
+		t.Fatalf("the list does not validate: %v", err)
+	}
+	h := labHosts()
+	if got := hostPipeline(phases, h[3], h); !slices.Equal(got, []string{"preflight", "windows-prepare", "join-windows"}) {
+		t.Errorf("Windows pipeline %v", got)
+	}
+	if got := hostPipeline(phases, h[1], h); !slices.Equal(got, []string{"preflight", "linux-prepare", "join-linux"}) {
+		t.Errorf("Linux worker pipeline %v", got)
+	}
+	if got := hostPipeline(phases, h[0], h); !slices.Contains(got, "kubeadm-init") || slices.Contains(got, "join-linux") {
+		t.Errorf("control-plane pipeline %v", got)
+	}
+	waits := map[string][]string{}
+	for _, p := range phases {
+		if w, ok := p.(provision.Waiter); ok {
+			waits[p.Title()] = w.Waits()
+		}
+	}
+	if !slices.Contains(waits["join-windows"], "calico-ready") || !slices.Contains(waits["join-linux"], "calico-ready") {
+		t.Errorf("joins must wait for Calico: %v", waits)
+	}
+}
+
+func TestPendingPhasesFailLoudly(t *testing.T) {
+	phases := Phases(labDeps(t))
+	e, err := provision.New(phases, labHosts(), provision.Options{Only: []string{"approve-linux-csrs"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.Run(context.Background())
+	if !errors.Is(err, provision.ErrNotImplemented) || len(provision.PhaseErrors(err)) != 1 {
+		t.Fatalf("want one not-implemented error, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "needs the Kubernetes API client") {
+		t.Errorf("the error must say what is missing: %v", err)
+	}
+}
+
+func loopback(t *testing.T, cfgMod func(*transport.Config)) (*transport.Client, *sshtest.Server) {
+	t.Helper()
+	key := sshtest.NewKey(t)
+	srv := sshtest.Start(t, key.Signer.PublicKey())
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(kh, []byte(srv.KnownHostsLine()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := transport.Config{Host: "node", Address: srv.Addr, User: "u", Sudo: true, KeyFiles: []string{key.Path}, KnownHosts: &transport.KnownHosts{Path: kh}}
+	if cfgMod != nil {
+		cfgMod(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := transport.Dial(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c, srv
+}
+
+// TestResetLinuxOverSSH runs the Linux reset over a loopback server with
+// stand-ins for kubeadm and rm (this test host must not lose a real CNI
+// configuration) and checks the guide's commands arrive, as root via sudo.
+func TestResetLinuxOverSSH(t *testing.T) {
+	c, srv := loopback(t, nil)
+	srv.Shim("kubeadm", "#!/bin/sh\nprintf 'kubeadm %s\\n' \"$*\" >> \"$SHIM_DIR/calls\"\n")
+	srv.Shim("rm", "#!/bin/sh\nprintf 'rm %s\\n' \"$*\" >> \"$SHIM_DIR/calls\"\n")
+	d := Deps{Hosts: labHosts()[:2], Connect: func(context.Context, string) (*transport.Client, error) { return c, nil }}
+	phases := ResetPhases(d, time.Minute)
+	var reset provision.Phase
+	for _, p := range phases {
+		if p.Title() == "reset-workers" {
+			reset = p
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := reset.Run(ctx, labHosts()[1]); err != nil {
+		t.Fatal(err)
+	}
+	calls, err := os.ReadFile(filepath.Join(srv.Dir, "calls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(calls) != "kubeadm reset -f\nrm -rf /etc/cni/net.d/*\n" {
+		t.Errorf("calls:\n%s", calls)
+	}
+	cmds := srv.Commands()
+	if !strings.HasPrefix(cmds[len(cmds)-1], "sudo -n -- sh -c ") {
+		t.Errorf("not run through sudo: %q", cmds[len(cmds)-1])
+	}
+	// A failing kubeadm fails the phase with its output kept.
+	srv.Shim("kubeadm", "#!/bin/sh\necho '[reset] unable to reach the API' >&2\nexit 1\n")
+	err = reset.Run(ctx, labHosts()[1])
+	if err == nil || !strings.Contains(provision.CommandOutput(err), "unable to reach the API") {
+		t.Errorf("want the failure with output, got %v / %q", err, provision.CommandOutput(err))
+	}
+}
+
+func TestResetSkipsCleanNode(t *testing.T) {
+	for _, p := range []string{"/etc/kubernetes/kubelet.conf", "/etc/kubernetes/admin.conf"} {
+		if _, err := os.Stat(p); err == nil {
+			t.Skipf("%s exists on this machine", p)
+		}
+	}
+	if entries, _ := os.ReadDir("/etc/cni/net.d"); len(entries) > 0 {
+		t.Skip("/etc/cni/net.d is not empty on this machine")
+	}
+	c, _ := loopback(t, nil)
+	d := Deps{Hosts: labHosts()[:2], Connect: func(context.Context, string) (*transport.Client, error) { return c, nil }}
+	sk := ResetPhases(d, time.Minute)[2].(provision.Skipper)
+	run, why, err := sk.ShouldRun(context.Background(), labHosts()[1])
+	if err != nil || run || !strings.Contains(why, "nothing to reset") {
+		t.Errorf("clean node: run=%v why=%q err=%v", run, why, err)
+	}
+}
+
+// TestResetWindowsCommands checks the PowerShell that reaches a Windows
+// node, decoded on the server by the powershell stand-in. (The reboot that
+// follows is covered by transport's reboot test; PowerShell itself cannot
+// run here.)
+func TestResetWindowsCommands(t *testing.T) {
+	c, _ := loopback(t, func(cfg *transport.Config) { cfg.OS = provision.Windows })
+	res, err := c.Run(context.Background(), windowsResetScript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"kubeadm reset -f", "Get-HnsNetwork | Remove-HnsNetwork", `Remove-Item C:\etc\cni\net.d\* -Force`} {
+		if !strings.Contains(string(res.Stdout), "\n"+want+"\n") {
+			t.Errorf("script lacks the line %q:\n%s", want, res.Stdout)
+		}
+	}
+	lines, _ := (&hostReset{}).DryRun(context.Background(), labHosts()[3])
+	if len(lines) != 4 || !strings.Contains(lines[3], "Restart-Computer") {
+		t.Errorf("Windows dry-run: %v", lines)
+	}
+}

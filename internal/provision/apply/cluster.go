@@ -1,0 +1,121 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/hybridctl/hybridctl/internal/plan"
+	"github.com/hybridctl/hybridctl/internal/provision"
+)
+
+// corednsRestartPhase restarts CoreDNS as `kubectl rollout restart` does
+// (a restartedAt annotation on the pod template), so that its replicas,
+// started while only the control plane could run them, spread over the
+// workers.
+type corednsRestartPhase struct {
+	restConfig func(ctx context.Context) (*rest.Config, error)
+}
+
+func (p *corednsRestartPhase) Title() string { return "coredns-restart" }
+func (p *corednsRestartPhase) Description() string {
+	return "restart CoreDNS so its replicas spread over the workers"
+}
+func (p *corednsRestartPhase) Targets([]provision.Host) []provision.Host {
+	return []provision.Host{provision.ClusterHost()}
+}
+func (p *corednsRestartPhase) DryRun(context.Context, provision.Host) ([]string, error) {
+	return []string{"kubectl -n kube-system rollout restart deployment coredns (patch the pod template's kubectl.kubernetes.io/restartedAt)"}, nil
+}
+
+func (p *corednsRestartPhase) Run(ctx context.Context, _ provision.Host) error {
+	if p.restConfig == nil {
+		return fmt.Errorf("%w: phase coredns-restart has no API access", provision.ErrNotImplemented)
+	}
+	cfg, err := p.restConfig(ctx)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339))
+	if _, err := cs.AppsV1().Deployments("kube-system").Patch(ctx, "coredns", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("restarting kube-system/coredns: %w", err)
+	}
+	return nil
+}
+
+// AddonSource is an add-on's manifest to install.
+type AddonSource struct {
+	Name, Version, URL string
+}
+
+// AddonsFrom lists the plan's add-ons (metrics-server, cert-manager when
+// the spec asks for them).
+func AddonsFrom(p *plan.Plan) []AddonSource {
+	var out []AddonSource
+	for _, a := range p.Addons {
+		out = append(out, AddonSource{Name: a.Name, Version: a.Version, URL: a.ManifestURL})
+	}
+	return out
+}
+
+// addonsPhase server-side applies each add-on's release manifest.
+type addonsPhase struct {
+	addons     []AddonSource
+	restConfig func(ctx context.Context) (*rest.Config, error)
+}
+
+func (p *addonsPhase) Title() string { return "addons" }
+func (p *addonsPhase) Description() string {
+	return "metrics-server and cert-manager from their release manifests, when the spec asks"
+}
+func (p *addonsPhase) Targets([]provision.Host) []provision.Host {
+	return []provision.Host{provision.ClusterHost()}
+}
+func (p *addonsPhase) DryRun(context.Context, provision.Host) ([]string, error) {
+	if len(p.addons) == 0 {
+		return []string{"no add-ons in the spec"}, nil
+	}
+	var out []string
+	for _, a := range p.addons {
+		out = append(out, fmt.Sprintf("server-side apply (field manager %s) %s %s from %s", FieldManager, a.Name, a.Version, a.URL))
+	}
+	return out, nil
+}
+
+func (p *addonsPhase) Run(ctx context.Context, _ provision.Host) error {
+	if len(p.addons) == 0 {
+		return nil
+	}
+	if p.restConfig == nil {
+		return fmt.Errorf("%w: phase addons has no API access", provision.ErrNotImplemented)
+	}
+	a, err := newApplier(ctx, p.restConfig)
+	if err != nil {
+		return err
+	}
+	for _, ad := range p.addons {
+		data, err := download(ctx, ad.URL)
+		if err != nil {
+			return fmt.Errorf("%s: %w", ad.Name, err)
+		}
+		objs, err := decodeDocs(ad.URL, data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", ad.Name, err)
+		}
+		for _, u := range objs {
+			if err := a.apply(ctx, u, ad.Name+" "+ad.Version); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

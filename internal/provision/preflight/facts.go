@@ -1,0 +1,278 @@
+// Package preflight gathers facts from hybridctl's hosts over SSH and checks
+// them before anything is changed, as the guide's preparation sections do:
+// OS and version, unique product_uuid and machine-id, swap, time sync, the
+// API name resolving to the control plane, required ports free.
+//
+// Gathering is one command per host whose output is split into sections;
+// the checks are pure functions of the gathered Facts, so they are tested
+// with table tests and the gathering against a real SSH server.
+package preflight
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/transport"
+)
+
+// Runner runs a script on one host (transport.Client implements it).
+type Runner interface {
+	Run(ctx context.Context, script string) (*transport.Result, error)
+}
+
+// Facts are what preflight learned about one host. Empty strings mean
+// "could not be determined"; checks report that rather than guess.
+type Facts struct {
+	Host string
+	OS   provision.OS
+	// Hostname as the host reports it.
+	Hostname string
+	// Linux: fields of /etc/os-release.
+	OSID, OSVersionID, OSPrettyName string
+	// Windows: registry CurrentVersion values.
+	WindowsProductName, WindowsInstallationType, WindowsBuild, WindowsUBR string
+	// ProductUUID is the SMBIOS system UUID; MachineID is /etc/machine-id
+	// on Linux and the MachineGuid on Windows.
+	ProductUUID, MachineID string
+	// SwapKnown is false when swap could not be read; SwapDevices lists
+	// active swap (Linux).
+	SwapKnown   bool
+	SwapDevices []string
+	// TimeSynced is "yes", "no" or "" (unknown); TimeSource names the
+	// source where the OS reports one (w32tm).
+	TimeSynced string
+	TimeSource string
+	// HostEpoch is the host's clock in Unix seconds (0: unknown).
+	HostEpoch int64
+	// ClockSkew is the host clock minus the local clock at the middle of
+	// the round trip, to the second (set by Gather when HostEpoch is known).
+	ClockSkew      time.Duration
+	ClockSkewKnown bool
+	RoundTrip      time.Duration
+	// Resolved are the IPv4 addresses the API name resolves to on the host.
+	Resolved []string
+	// Listening are the TCP ports something listens on.
+	Listening map[int]bool
+	// KubeletConfigured is set when the node already belongs to a cluster
+	// (kubelet.conf exists): its ports are expected to be in use.
+	KubeletConfigured bool
+}
+
+// Gather runs the fact-gathering script on one host.
+func Gather(ctx context.Context, r Runner, h provision.Host, apiName string) (*Facts, error) {
+	script := LinuxScript(apiName)
+	if h.OS == provision.Windows {
+		script = WindowsScript(apiName)
+	}
+	t0 := time.Now()
+	res, err := r.Run(ctx, script)
+	rtt := time.Since(t0)
+	if err != nil {
+		return nil, fmt.Errorf("gathering facts: %w", err)
+	}
+	f := Parse(h, string(res.Stdout))
+	f.RoundTrip = rtt
+	if f.HostEpoch > 0 {
+		// The host read its clock somewhere within [t0, t0+rtt]; compare
+		// with the middle, to the second.
+		mid := t0.Add(rtt / 2)
+		f.ClockSkew = time.Unix(f.HostEpoch, 0).Sub(mid.Truncate(time.Second))
+		f.ClockSkewKnown = true
+	}
+	return f, nil
+}
+
+// section markers in the gathering scripts' output.
+const marker = "### hybridctl "
+
+// LinuxScript gathers Linux facts. Every source is optional: a missing
+// file or tool leaves its section empty. It needs no root except for
+// product_uuid (run it with sudo).
+func LinuxScript(apiName string) string {
+	return `set +e
+s() { echo "` + marker + `$1"; }
+s hostname; hostname 2>/dev/null
+s os-release; cat /etc/os-release 2>/dev/null
+s product_uuid; cat /sys/class/dmi/id/product_uuid 2>/dev/null
+s machine-id; cat /etc/machine-id 2>/dev/null
+s swaps; cat /proc/swaps 2>/dev/null
+s ntp; timedatectl show -p NTPSynchronized --value 2>/dev/null
+s epoch; date -u +%s
+s resolve; getent ahostsv4 ` + transport.ShellQuote(apiName) + ` 2>/dev/null | awk '{print $1}' | sort -u
+s tcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null
+s kubelet-conf; test -e /etc/kubernetes/kubelet.conf && echo present
+s end
+`
+}
+
+// WindowsScript gathers Windows facts with PowerShell (run it through
+// transport, which encodes it).
+func WindowsScript(apiName string) string {
+	return `function s($n) { Write-Output "` + marker + `$n" }
+$ErrorActionPreference = 'SilentlyContinue'
+s hostname; [System.Net.Dns]::GetHostEntry('').HostName
+s windows
+$cv = Get-ItemProperty 'HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion'
+"ProductName=$($cv.ProductName)"; "InstallationType=$($cv.InstallationType)"
+"CurrentBuild=$($cv.CurrentBuild)"; "UBR=$($cv.UBR)"
+s product_uuid; (Get-CimInstance -ClassName Win32_ComputerSystemProduct).UUID
+s machine-id; (Get-ItemProperty 'HKLM:\SOFTWARE\Microsoft\Cryptography').MachineGuid
+s w32tm; w32tm /query /status
+s epoch; [DateTimeOffset]::UtcNow.ToUnixTimeSeconds()
+s resolve; (Resolve-DnsName -Name ` + transport.PSQuote(apiName) + ` -Type A -DnsOnly).IPAddress
+s listen; Get-NetTCPConnection -State Listen | ForEach-Object { $_.LocalPort } | Sort-Object -Unique
+s kubelet-conf; if (Test-Path C:\etc\kubernetes\kubelet.conf) { 'present' }
+s end
+$global:LASTEXITCODE = 0
+`
+}
+
+// Sections splits gathering output into sections by marker. Text before
+// the first marker is ignored; a section may be empty.
+func Sections(out string) map[string]string {
+	secs := map[string]string{}
+	name := ""
+	var b strings.Builder
+	flush := func() {
+		if name != "" {
+			secs[name] = b.String()
+		}
+		b.Reset()
+	}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if n, ok := strings.CutPrefix(line, marker); ok {
+			flush()
+			name = strings.TrimSpace(n)
+			continue
+		}
+		if name != "" {
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	flush()
+	return secs
+}
+
+// ParseOSRelease parses os-release(5): KEY=value lines, values optionally
+// quoted with shell-style escapes; comments and blank lines ignored.
+func ParseOSRelease(s string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || k == "" {
+			continue
+		}
+		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+			q := v[0]
+			v = v[1 : len(v)-1]
+			if q == '"' {
+				var b strings.Builder
+				for i := 0; i < len(v); i++ {
+					if v[i] == '\\' && i+1 < len(v) && strings.IndexByte("\"\\$`", v[i+1]) >= 0 {
+						i++
+					}
+					b.WriteByte(v[i])
+				}
+				v = b.String()
+			}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// ParseProcNetTCP returns the ports in LISTEN state (st 0A) of
+// /proc/net/tcp and tcp6 content.
+func ParseProcNetTCP(s string) map[int]bool {
+	ports := map[int]bool{}
+	for _, line := range strings.Split(s, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 || f[3] != "0A" {
+			continue
+		}
+		i := strings.LastIndexByte(f[1], ':')
+		if i < 0 {
+			continue
+		}
+		p, err := strconv.ParseUint(f[1][i+1:], 16, 16)
+		if err == nil {
+			ports[int(p)] = true
+		}
+	}
+	return ports
+}
+
+// Parse builds Facts from gathering output.
+func Parse(h provision.Host, out string) *Facts {
+	secs := Sections(out)
+	f := &Facts{Host: h.Name, OS: h.OS, Listening: map[int]bool{}}
+	first := func(name string) string {
+		line, _, _ := strings.Cut(strings.TrimSpace(secs[name]), "\n")
+		return strings.TrimSpace(line)
+	}
+	lines := func(name string) []string {
+		var out []string
+		for _, l := range strings.Split(secs[name], "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	f.Hostname = first("hostname")
+	f.ProductUUID = strings.ToLower(first("product_uuid"))
+	f.MachineID = strings.ToLower(first("machine-id"))
+	if e, err := strconv.ParseInt(first("epoch"), 10, 64); err == nil && e > 0 {
+		f.HostEpoch = e
+	}
+	f.Resolved = lines("resolve")
+	f.KubeletConfigured = first("kubelet-conf") == "present"
+	if h.OS == provision.Windows {
+		kv := ParseOSRelease(secs["windows"])
+		f.WindowsProductName, f.WindowsInstallationType = kv["ProductName"], kv["InstallationType"]
+		f.WindowsBuild, f.WindowsUBR = kv["CurrentBuild"], kv["UBR"]
+		for _, l := range lines("w32tm") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "Source" {
+				f.TimeSource = strings.TrimSpace(v)
+			}
+		}
+		switch {
+		case f.TimeSource == "":
+		case strings.Contains(f.TimeSource, "Local CMOS Clock"), strings.Contains(f.TimeSource, "Free-running"):
+			f.TimeSynced = "no"
+		default:
+			f.TimeSynced = "yes"
+		}
+		for _, l := range lines("listen") {
+			if p, err := strconv.Atoi(l); err == nil {
+				f.Listening[p] = true
+			}
+		}
+		f.SwapKnown = true // Windows has no swap to turn off for the kubelet
+		return f
+	}
+	osr := ParseOSRelease(secs["os-release"])
+	f.OSID, f.OSVersionID, f.OSPrettyName = osr["ID"], osr["VERSION_ID"], osr["PRETTY_NAME"]
+	if sw, ok := secs["swaps"]; ok && strings.HasPrefix(sw, "Filename") {
+		f.SwapKnown = true
+		for _, l := range lines("swaps")[1:] {
+			f.SwapDevices = append(f.SwapDevices, strings.Fields(l)[0])
+		}
+	}
+	f.TimeSynced = first("ntp")
+	f.Listening = ParseProcNetTCP(secs["tcp"])
+	return f
+}

@@ -1,0 +1,38 @@
+package preflight
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hybridctl/hybridctl/internal/provision"
+)
+
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"linux-ubuntu-26.04.txt", "windows-server-2025.txt"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(data), name == "windows-server-2025.txt")
+	}
+	f.Add("### hybridctl swaps\nFilename\n\n### hybridctl tcp\n 0: :::: 0A\n", false)
+	f.Add("ID=\"unterminated\nVERSION_ID='x'\n=\n", false)
+	f.Fuzz(func(t *testing.T, out string, windows bool) {
+		h := provision.Host{Name: "h", Role: provision.RoleWorker, OS: provision.Linux}
+		if windows {
+			h.OS = provision.Windows
+		}
+		fa := Parse(h, out) // must not panic
+		_ = CheckHost(fa, h, labExpect)
+		_ = CheckCluster([]*Facts{fa, fa})
+	})
+}
+
+func FuzzParseOSRelease(f *testing.F) {
+	f.Add(`PRETTY_NAME="Ubuntu 26.04 LTS"` + "\nID=ubuntu\nVERSION_ID=\"26.04\"\nNAME=\"a \\\"q\\\" \\\\ b\"\n# c\n")
+	f.Add("=\n\"\n'a'\nX='\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		_ = ParseOSRelease(s)
+	})
+}

@@ -1,0 +1,136 @@
+package preflight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/hybridctl/hybridctl/internal/provision"
+)
+
+// Phases returns the two preflight phases: "preflight" gathers and checks
+// each node, "preflight-cluster" (a gate after it) checks across nodes.
+// They share the gathered facts; after a resume, the cluster phase gathers
+// what it is missing itself.
+func Phases(runner func(ctx context.Context, host string) (Runner, error), hosts []provision.Host, x Expect, ignore []string) []provision.Phase {
+	st := &store{runner: runner, hosts: hosts, expect: x, ignore: ignore, facts: map[string]*Facts{}}
+	return []provision.Phase{&hostPhase{st}, &clusterPhase{st}}
+}
+
+type store struct {
+	runner func(ctx context.Context, host string) (Runner, error)
+	hosts  []provision.Host
+	expect Expect
+	ignore []string
+
+	mu    sync.Mutex
+	facts map[string]*Facts
+}
+
+func (s *store) gather(ctx context.Context, h provision.Host) (*Facts, error) {
+	r, err := s.runner(ctx, h.Name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := Gather(ctx, r, h, s.expect.APIName)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.facts[h.Name] = f
+	s.mu.Unlock()
+	return f, nil
+}
+
+// FindingsError is a failed preflight: the error findings, one per line.
+type FindingsError struct{ Findings []Finding }
+
+func (e *FindingsError) Error() string {
+	lines := make([]string, len(e.Findings))
+	for i, f := range e.Findings {
+		lines[i] = f.String()
+	}
+	return fmt.Sprintf("%d preflight check(s) failed (ignore one with --ignore-preflight-errors=NAME):\n  %s", len(e.Findings), strings.Join(lines, "\n  "))
+}
+
+func (s *store) outcome(ctx context.Context, findings []Finding) error {
+	errs, warnings := Apply(findings, s.ignore)
+	for _, w := range warnings {
+		provision.Warn(ctx, "%s", w)
+	}
+	if len(errs) > 0 {
+		return &FindingsError{Findings: errs}
+	}
+	return nil
+}
+
+type hostPhase struct{ *store }
+
+func (p *hostPhase) Title() string { return "preflight" }
+func (p *hostPhase) Description() string {
+	return "connect to every node; check OS and build, swap, time, the API name, free ports"
+}
+func (p *hostPhase) Targets(hosts []provision.Host) []provision.Host { return provision.Nodes(hosts) }
+
+func (p *hostPhase) Run(ctx context.Context, h provision.Host) error {
+	f, err := p.gather(ctx, h)
+	if err != nil {
+		return err
+	}
+	return p.outcome(ctx, CheckHost(f, h, p.expect))
+}
+
+func (p *hostPhase) DryRun(_ context.Context, h provision.Host) ([]string, error) {
+	checks := []string{CheckOSVersion, CheckSwap, CheckTimeSync, CheckClockSkew, CheckAPIName, CheckPortFree}
+	if h.IsWindows() {
+		checks = []string{CheckWindowsBuild, CheckTimeSync, CheckClockSkew, CheckAPIName, CheckPortFree}
+	}
+	var ports []string
+	for _, pt := range RequiredPorts(h) {
+		ports = append(ports, fmt.Sprint(pt.Number))
+	}
+	return []string{
+		"connect over SSH and read facts (read-only): OS, product_uuid, machine id, swap, time sync, clock, " +
+			p.expect.APIName + " resolution, listening ports",
+		"check " + strings.Join(checks, ", ") + " (ports " + strings.Join(ports, ", ") + " must be free)",
+	}, nil
+}
+
+type clusterPhase struct{ *store }
+
+func (p *clusterPhase) Title() string { return "preflight-cluster" }
+func (p *clusterPhase) Description() string {
+	return "check that product_uuid and machine id are unique across the nodes"
+}
+func (p *clusterPhase) Targets([]provision.Host) []provision.Host {
+	return []provision.Host{provision.ClusterHost()}
+}
+func (p *clusterPhase) Waits() []string { return []string{"preflight"} }
+
+func (p *clusterPhase) Run(ctx context.Context, _ provision.Host) error {
+	var all []*Facts
+	var errs []error
+	for _, h := range provision.Nodes(p.hosts) {
+		p.mu.Lock()
+		f := p.facts[h.Name]
+		p.mu.Unlock()
+		if f == nil { // preflight finished in an earlier run
+			var err error
+			if f, err = p.gather(ctx, h); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", h.Name, err))
+				continue
+			}
+		}
+		all = append(all, f)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return p.outcome(ctx, CheckCluster(all))
+}
+
+func (p *clusterPhase) DryRun(context.Context, provision.Host) ([]string, error) {
+	return []string{"compare product_uuid and machine id across all nodes (must be unique)"}, nil
+}

@@ -1,0 +1,368 @@
+// Package transport runs commands on hybridctl's hosts over SSH
+// (golang.org/x/crypto/ssh): host keys verified against known_hosts, keys
+// from files and the SSH agent, sudo on Linux, PowerShell with
+// -EncodedCommand on Windows (OpenSSH is built into Windows Server 2025),
+// file upload over a session's stdin, and reconnection across reboots.
+//
+// A failed command returns a *CommandError that keeps the command's output;
+// the output is shown with the failure and never on success.
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/hybridctl/hybridctl/internal/provision"
+)
+
+// Config describes how to reach one host.
+type Config struct {
+	// Host is the host's name, used in messages.
+	Host string
+	// Address is host:port; the port defaults to 22.
+	Address string
+	// User is the login user.
+	User string
+	// OS selects how commands are run: sh (with sudo -n when Sudo) on
+	// Linux, PowerShell -EncodedCommand on Windows.
+	OS provision.OS
+	// Sudo runs Linux commands as root through `sudo -n` (which fails
+	// instead of prompting when a password would be needed).
+	Sudo bool
+	// KeyFiles are private keys to offer (unencrypted; encrypted keys
+	// belong in the agent).
+	KeyFiles []string
+	// AgentSocket is the SSH agent's socket (SSH_AUTH_SOCK); "" for none.
+	AgentSocket string
+	// KnownHosts verifies the host key; required.
+	KnownHosts *KnownHosts
+	// ConnectTimeout bounds one TCP connect plus SSH handshake (default 15s).
+	ConnectTimeout time.Duration
+	// KeepAlive is the interval of keepalive requests that detect a dead
+	// connection, e.g. a host that rebooted (default 10s; negative: off).
+	KeepAlive time.Duration
+	// BootIDCommand prints a value that changes on every boot; defaults per
+	// OS (Linux /proc/sys/kernel/random/boot_id, Windows LastBootUpTime).
+	BootIDCommand string
+	// RebootCommand reboots the host; defaults per OS.
+	RebootCommand string
+}
+
+// Client is a connection to one host. It is safe for concurrent use:
+// every command runs in its own SSH session.
+type Client struct {
+	cfg Config
+
+	mu     sync.Mutex
+	conn   *ssh.Client
+	agent  io.Closer
+	stopKA chan struct{}
+}
+
+// Result is the outcome of a command that ran to completion.
+type Result struct {
+	Stdout, Stderr []byte
+	ExitCode       int
+}
+
+// CommandError is a command that failed: a non-zero exit code, a lost
+// connection or a cancelled context. It keeps the output; Error() does not
+// include it (shown separately, like kind's exec.RunError), CommandOutput()
+// returns it.
+type CommandError struct {
+	Host string
+	// Command is what the caller asked to run (the script, not the encoded
+	// PowerShell command line).
+	Command string
+	// ExitCode is the exit status, or -1 when there is none (connection
+	// lost, killed, cancelled).
+	ExitCode       int
+	Stdout, Stderr []byte
+	// Output is stdout and stderr together as they arrived (the order
+	// across the two streams is best-effort: SSH carries them separately).
+	Output []byte
+	Err    error
+}
+
+func (e *CommandError) Error() string {
+	cmd := e.Command
+	if i := strings.IndexByte(cmd, '\n'); i >= 0 {
+		cmd = cmd[:i] + " …"
+	}
+	if len(cmd) > 120 {
+		cmd = cmd[:117] + "…"
+	}
+	if e.ExitCode >= 0 {
+		return fmt.Sprintf("command %q on %s failed with exit code %d", cmd, e.Host, e.ExitCode)
+	}
+	return fmt.Sprintf("command %q on %s failed: %v", cmd, e.Host, e.Err)
+}
+
+func (e *CommandError) Unwrap() error { return e.Err }
+
+// CommandOutput implements provision.OutputError.
+func (e *CommandError) CommandOutput() string { return string(e.Output) }
+
+// Dial connects to the host described by cfg.
+func Dial(ctx context.Context, cfg Config) (*Client, error) {
+	if cfg.KnownHosts == nil {
+		return nil, fmt.Errorf("connecting to %s: no known_hosts configured", cfg.Host)
+	}
+	if cfg.Host == "" {
+		cfg.Host = cfg.Address
+	}
+	if _, _, err := net.SplitHostPort(cfg.Address); err != nil {
+		cfg.Address = net.JoinHostPort(cfg.Address, "22")
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = 15 * time.Second
+	}
+	if cfg.KeepAlive == 0 {
+		cfg.KeepAlive = 10 * time.Second
+	}
+	if cfg.OS == "" {
+		cfg.OS = provision.Linux
+	}
+	c := &Client{cfg: cfg}
+	if err := c.connect(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Config returns the client's configuration (with defaults applied).
+func (c *Client) Config() Config { return c.cfg }
+
+func (c *Client) connect(ctx context.Context) error {
+	ss, agentConn, err := signers(&c.cfg)
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", c.cfg.Host, err)
+	}
+	sshCfg := &ssh.ClientConfig{
+		User:              c.cfg.User,
+		Auth:              []ssh.AuthMethod{ssh.PublicKeys(ss...)},
+		HostKeyCallback:   c.cfg.KnownHosts.callback(ctx, c.cfg.Host),
+		HostKeyAlgorithms: c.cfg.KnownHosts.algorithms(c.cfg.Address),
+		Timeout:           c.cfg.ConnectTimeout,
+	}
+	dctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
+	defer cancel()
+	var d net.Dialer
+	tcp, err := d.DialContext(dctx, "tcp", c.cfg.Address)
+	if err != nil {
+		closeQuietly(agentConn)
+		return fmt.Errorf("connecting to %s (%s): %w", c.cfg.Host, c.cfg.Address, err)
+	}
+	// The handshake has no context: bound it with a deadline and close the
+	// socket if ctx ends first.
+	deadline, _ := dctx.Deadline()
+	_ = tcp.SetDeadline(deadline)
+	stop := context.AfterFunc(dctx, func() { _ = tcp.Close() })
+	sc, chans, reqs, err := ssh.NewClientConn(tcp, c.cfg.Address, sshCfg)
+	stop()
+	if err != nil {
+		_ = tcp.Close()
+		closeQuietly(agentConn)
+		if ctx.Err() != nil {
+			return fmt.Errorf("connecting to %s (%s): %w", c.cfg.Host, c.cfg.Address, ctx.Err())
+		}
+		return fmt.Errorf("connecting to %s (%s) as %s: %w", c.cfg.Host, c.cfg.Address, c.cfg.User, err)
+	}
+	_ = tcp.SetDeadline(time.Time{})
+	conn := ssh.NewClient(sc, chans, reqs)
+	c.mu.Lock()
+	c.conn, c.agent = conn, agentConn
+	c.stopKA = make(chan struct{})
+	stopKA := c.stopKA
+	c.mu.Unlock()
+	if c.cfg.KeepAlive > 0 {
+		go keepAlive(conn, c.cfg.KeepAlive, stopKA)
+	}
+	return nil
+}
+
+// keepAlive closes conn when the server stops answering, so sessions on a
+// host that rebooted fail instead of hanging.
+func keepAlive(conn *ssh.Client, every time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			answered := make(chan error, 1)
+			go func() {
+				_, _, err := conn.SendRequest("keepalive@openssh.com", true, nil)
+				answered <- err
+			}()
+			select {
+			case err := <-answered:
+				if err != nil {
+					_ = conn.Close()
+					return
+				}
+			case <-time.After(3 * every):
+				_ = conn.Close()
+				return
+			case <-stop:
+				return
+			}
+		}
+	}
+}
+
+func closeQuietly(c io.Closer) {
+	if c != nil {
+		_ = c.Close()
+	}
+}
+
+// Close closes the connection.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closeLocked()
+}
+
+func (c *Client) closeLocked() error {
+	var err error
+	if c.stopKA != nil {
+		close(c.stopKA)
+		c.stopKA = nil
+	}
+	if c.conn != nil {
+		err = c.conn.Close()
+		c.conn = nil
+	}
+	closeQuietly(c.agent)
+	c.agent = nil
+	return err
+}
+
+func (c *Client) client() (*ssh.Client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == nil {
+		return nil, fmt.Errorf("%s: not connected", c.cfg.Host)
+	}
+	return c.conn, nil
+}
+
+// CommandLine returns the command line sent to the host for script. On
+// Linux the script runs in `sh -c` whatever the user's login shell, with
+// `set -e` so that the first failing command fails the script (as the
+// PowerShell preamble does on Windows), as root through `sudo -n` when Sudo
+// is set. On Windows it is the PowerShell -EncodedCommand line.
+func (c *Client) CommandLine(script string) string {
+	switch {
+	case c.cfg.OS == provision.Windows:
+		return PowerShellCommand(script)
+	case c.cfg.Sudo:
+		return "sudo -n -- sh -c " + ShellQuote("set -e\n"+script)
+	default:
+		return "sh -c " + ShellQuote("set -e\n"+script)
+	}
+}
+
+// Run runs script on the host the OS's way (see CommandLine) and returns
+// its output. A non-zero exit code is a *CommandError.
+func (c *Client) Run(ctx context.Context, script string) (*Result, error) {
+	return c.RunWithStdin(ctx, script, nil)
+}
+
+// RunWithStdin is Run with data on the command's standard input (how
+// secrets reach the host: never on a command line).
+func (c *Client) RunWithStdin(ctx context.Context, script string, stdin io.Reader) (*Result, error) {
+	if err := validText(script); err != nil {
+		return nil, &CommandError{Host: c.cfg.Host, Command: script, ExitCode: -1, Err: err}
+	}
+	return c.exec(ctx, script, c.CommandLine(script), stdin)
+}
+
+// Exec runs command exactly as given (no sudo, no PowerShell wrapping).
+func (c *Client) Exec(ctx context.Context, command string, stdin io.Reader) (*Result, error) {
+	return c.exec(ctx, command, command, stdin)
+}
+
+// syncWriter serialises writes to the interleaved output buffer.
+type syncWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (c *Client) exec(ctx context.Context, shown, line string, stdin io.Reader) (*Result, error) {
+	fail := func(code int, err error, so, se, all []byte) error {
+		return &CommandError{Host: c.cfg.Host, Command: shown, ExitCode: code, Stdout: so, Stderr: se, Output: all, Err: err}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fail(-1, err, nil, nil, nil)
+	}
+	conn, err := c.client()
+	if err != nil {
+		return nil, fail(-1, err, nil, nil, nil)
+	}
+	sess, err := conn.NewSession()
+	if err != nil {
+		return nil, fail(-1, fmt.Errorf("opening a session: %w", err), nil, nil, nil)
+	}
+	defer func() { _ = sess.Close() }()
+	var stdout, stderr, all bytes.Buffer
+	var mu sync.Mutex
+	sess.Stdout = io.MultiWriter(&stdout, syncWriter{&mu, &all})
+	sess.Stderr = io.MultiWriter(&stderr, syncWriter{&mu, &all})
+	sess.Stdin = stdin
+	if err := sess.Start(line); err != nil {
+		return nil, fail(-1, fmt.Errorf("starting the command: %w", err), nil, nil, nil)
+	}
+	done := make(chan error, 1)
+	go func() { done <- sess.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		// Ask the server to kill the command and close the session, and
+		// return at once: OpenSSH keeps the channel open until the command
+		// ends (it signals only the login shell, and a session without a
+		// terminal gets no hangup), so waiting could take as long as the
+		// command. The Wait goroutine ends when the server closes the
+		// channel or the connection closes.
+		_ = sess.Signal(ssh.SIGKILL)
+		_ = sess.Close()
+		mu.Lock()
+		so, se, out := bytes.Clone(stdout.Bytes()), bytes.Clone(stderr.Bytes()), bytes.Clone(all.Bytes())
+		mu.Unlock()
+		return nil, fail(-1, ctx.Err(), so, se, out)
+	}
+	mu.Lock()
+	so, se, out := stdout.Bytes(), stderr.Bytes(), all.Bytes()
+	mu.Unlock()
+	res := &Result{Stdout: so, Stderr: se}
+	var ee *ssh.ExitError
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.As(err, &ee):
+		res.ExitCode = ee.ExitStatus()
+		if ee.Signal() != "" && ee.ExitStatus() == 0 {
+			return nil, fail(-1, fmt.Errorf("killed by signal %s", ee.Signal()), so, se, out)
+		}
+		return nil, fail(ee.ExitStatus(), err, so, se, out)
+	default:
+		return nil, fail(-1, err, so, se, out)
+	}
+}
