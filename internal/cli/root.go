@@ -32,6 +32,8 @@ func commands(s Streams) []*cobra.Command {
 		newCSRCmd(s),
 		newKubeconfigCmd(s),
 		newVersionCmd(s),
+		newDoctorCmd(s),
+		newLintCmd(s),
 		newCompletionCmd(s),
 	}
 }

@@ -1,0 +1,200 @@
+package checks_test
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/hybridctl/hybridctl/internal/checks"
+	"github.com/hybridctl/hybridctl/internal/snapshot"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/checks.md from the catalogue")
+
+// fixture headers:
+//
+//	# expect: HC101 DaemonSet monitoring/ne     (one line per expected finding)
+//	# live: true                                (treat the file as a complete live listing)
+//	# server-version: v1.37.2
+type header struct {
+	expect        []string
+	live          bool
+	serverVersion string
+}
+
+func readHeader(t *testing.T, path string) header {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var h header
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "# expect: "):
+			h.expect = append(h.expect, strings.TrimSpace(strings.TrimPrefix(line, "# expect: ")))
+		case line == "# live: true":
+			h.live = true
+		case strings.HasPrefix(line, "# server-version: "):
+			h.serverVersion = strings.TrimPrefix(line, "# server-version: ")
+		}
+	}
+	sort.Strings(h.expect)
+	return h
+}
+
+func load(t *testing.T, path string, h header) *snapshot.Snapshot {
+	t.Helper()
+	s, err := snapshot.LoadFiles(context.Background(), []string{path}, nil)
+	if err != nil {
+		t.Fatalf("load %s: %v", path, err)
+	}
+	if h.live {
+		s.Live = true
+		for _, k := range append(snapshot.WorkloadKinds(), snapshot.KindNode, snapshot.KindNamespace, snapshot.KindService,
+			snapshot.KindConfigMap, snapshot.KindRuntimeClass, snapshot.KindCSR, snapshot.KindInstallation, snapshot.KindTigeraStatus,
+			snapshot.KindIPPool, snapshot.KindIPAMConfiguration, snapshot.KindFelixConfiguration, snapshot.KindClusterConfiguration) {
+			s.Listed[k] = true
+		}
+	}
+	s.ServerVersion = h.serverVersion
+	return s
+}
+
+func got(res *checks.Result) []string {
+	var out []string
+	for _, f := range res.Findings {
+		out = append(out, f.Check+" "+f.Object.Kind+" "+qualified(f.Object.Namespace, f.Object.Name))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func qualified(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}
+
+// TestFixtures runs every check on its failing and passing fixture
+// (testdata/HCnnn/fail.yaml, pass.yaml); all checks run, and the findings
+// must be exactly the ones the fixture declares.
+func TestFixtures(t *testing.T) {
+	docs, err := checks.Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		for _, kind := range []string{"fail", "pass"} {
+			paths, _ := filepath.Glob(filepath.Join("testdata", d.ID, kind+"*.yaml"))
+			if len(paths) == 0 {
+				t.Errorf("check %s needs a testdata/%s/%s.yaml fixture", d.ID, d.ID, kind)
+			}
+			for _, path := range paths {
+				t.Run(strings.TrimSuffix(filepath.ToSlash(path)[len("testdata/"):], ".yaml"), func(t *testing.T) {
+					h := readHeader(t, path)
+					if kind == "fail" {
+						found := false
+						for _, e := range h.expect {
+							found = found || strings.HasPrefix(e, d.ID+" ")
+						}
+						if !found {
+							t.Fatalf("%s declares no finding of %s", path, d.ID)
+						}
+					} else {
+						for _, e := range h.expect {
+							if strings.HasPrefix(e, d.ID+" ") {
+								t.Fatalf("%s is the passing fixture but expects %s", path, e)
+							}
+						}
+					}
+					res, err := checks.Run(load(t, path, h), checks.Options{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					g := got(res)
+					if strings.Join(g, "\n") != strings.Join(h.expect, "\n") {
+						var msgs []string
+						for _, f := range res.Findings {
+							msgs = append(msgs, f.Check+": "+f.Message)
+						}
+						t.Errorf("%s:\n got  %q\n want %q\nmessages:\n%s", path, g, h.expect, strings.Join(msgs, "\n"))
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestCatalogue: every check in All is documented and every documented
+// check is in All; IDs and names are unique and well-formed.
+func TestCatalogue(t *testing.T) {
+	docs, err := checks.Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inAll := map[string]bool{}
+	for _, c := range checks.All() {
+		if inAll[c.ID] {
+			t.Errorf("check %s twice in All", c.ID)
+		}
+		inAll[c.ID] = true
+		if c.Run == nil {
+			t.Errorf("check %s has no Run", c.ID)
+		}
+	}
+	ids, names := map[string]bool{}, map[string]bool{}
+	for _, d := range docs {
+		if !inAll[d.ID] {
+			t.Errorf("catalogue entry %s has no check in All", d.ID)
+		}
+		delete(inAll, d.ID)
+		if ids[d.ID] || names[d.Name] {
+			t.Errorf("duplicate id or name: %s %s", d.ID, d.Name)
+		}
+		ids[d.ID], names[d.Name] = true, true
+		if len(d.ID) != 5 || !strings.HasPrefix(d.ID, "HC") {
+			t.Errorf("bad id %q", d.ID)
+		}
+		if d.Name != strings.ToLower(d.Name) || strings.ContainsAny(d.Name, " _") {
+			t.Errorf("%s: name %q is not kebab-case", d.ID, d.Name)
+		}
+		if d.Severity.Rank() == 0 || d.Title == "" || d.Why == "" || d.Fix == "" || d.Guide == "" {
+			t.Errorf("%s: incomplete entry %+v", d.ID, d)
+		}
+	}
+	for id := range inAll {
+		t.Errorf("check %s in All is not in the catalogue", id)
+	}
+}
+
+// TestDocs fails when docs/checks.md is stale; -update rewrites it.
+func TestDocs(t *testing.T) {
+	docs, err := checks.Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := checks.Markdown(docs)
+	path := filepath.Join("..", "..", "docs", "checks.md")
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/checks -run TestDocs -update)", err)
+	}
+	if string(b) != want {
+		t.Fatalf("docs/checks.md is stale: run go test ./internal/checks -run TestDocs -update")
+	}
+}

@@ -1,0 +1,317 @@
+// Package checks is the hybrid-cluster check catalogue: pure functions over
+// a snapshot, in one ordered list (All), with their documentation in one
+// embedded catalogue (catalogue.yaml). doctor and lint run the same checks;
+// only the loader differs.
+package checks
+
+import (
+	_ "embed"
+	"fmt"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/hybridctl/hybridctl/internal/snapshot"
+)
+
+// Severity of a finding.
+type Severity string
+
+// Severities, most severe first.
+const (
+	Error   Severity = "error"
+	Warning Severity = "warning"
+	Info    Severity = "info"
+)
+
+// Rank orders severities: error 3, warning 2, info 1, unknown 0.
+func (s Severity) Rank() int {
+	switch s {
+	case Error:
+		return 3
+	case Warning:
+		return 2
+	case Info:
+		return 1
+	}
+	return 0
+}
+
+// Doc is a check's catalogue entry.
+type Doc struct {
+	ID       string   `json:"id"`
+	Name     string   `json:"name"`
+	Severity Severity `json:"severity"`
+	Title    string   `json:"title"`
+	Why      string   `json:"why"`
+	Fix      string   `json:"fix"`
+	Guide    string   `json:"guide"`
+}
+
+//go:embed catalogue.yaml
+var catalogueYAML []byte
+
+// Catalogue returns every documented check, in catalogue order.
+func Catalogue() ([]Doc, error) {
+	var docs []Doc
+	if err := yaml.UnmarshalStrict(catalogueYAML, &docs); err != nil {
+		return nil, fmt.Errorf("catalogue.yaml: %w", err)
+	}
+	return docs, nil
+}
+
+// Finding is one problem found on one object.
+type Finding struct {
+	Check    string          `json:"check"`
+	Name     string          `json:"name"`
+	Severity Severity        `json:"severity"`
+	Object   snapshot.Ref    `json:"object"`
+	Message  string          `json:"message"`
+	Fix      string          `json:"fix"`
+	Source   snapshot.Source `json:"-"`
+
+	annotations map[string]string
+}
+
+// Skipped is a check that could not run, with the reason.
+type Skipped struct {
+	Check  string `json:"check"`
+	Name   string `json:"-"`
+	Reason string `json:"reason"`
+}
+
+// Check is one check: an ID from the catalogue, the kinds it reads, and a
+// pure function over the snapshot.
+type Check struct {
+	ID string
+	// Needs are the kinds without which the check cannot say anything; when
+	// one could not be read the check is skipped with the reason.
+	Needs []snapshot.Kind
+	// Uses are kinds read when available (the check still runs without).
+	Uses []snapshot.Kind
+	// Run reports findings through the Ctx. It must not modify the snapshot.
+	Run func(*Ctx)
+}
+
+// Ctx is what a check function gets: the snapshot, indexes over it, and
+// a way to report.
+type Ctx struct {
+	*Index
+	check    *Check
+	doc      Doc
+	findings []Finding
+}
+
+// Report adds a finding on obj. fix overrides the catalogue's one-line fix
+// when not empty.
+func (c *Ctx) Report(obj *snapshot.Object, msg, fix string) {
+	if fix == "" {
+		fix = c.doc.Fix
+	}
+	c.findings = append(c.findings, Finding{Check: c.doc.ID, Name: c.doc.Name, Severity: c.doc.Severity,
+		Object: obj.Ref(), Message: msg, Fix: fix, Source: obj.Source})
+	c.findings[len(c.findings)-1].annotations = obj.Meta.Annotations
+}
+
+// Options select and suppress checks.
+type Options struct {
+	// Only, when not empty, runs just these checks (IDs or names).
+	Only []string
+	// Skip never runs these checks (IDs or names).
+	Skip []string
+	// Ignores suppress findings (from a config file).
+	Ignores []Ignore
+}
+
+// Ignore suppresses a check, optionally only for one namespace or object.
+type Ignore struct {
+	Check     string `json:"check"`
+	Namespace string `json:"namespace,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// Config is the --config file: a list of ignores.
+type Config struct {
+	Ignore []Ignore `json:"ignore"`
+}
+
+// ParseConfig reads a config file's contents.
+func ParseConfig(b []byte) (*Config, error) {
+	var c Config
+	if err := yaml.UnmarshalStrict(b, &c); err != nil {
+		return nil, err
+	}
+	for i, ig := range c.Ignore {
+		if strings.TrimSpace(ig.Check) == "" {
+			return nil, fmt.Errorf("ignore[%d]: check is required (an ID such as HC101 or a name)", i)
+		}
+	}
+	return &c, nil
+}
+
+// Result is what a run produced.
+type Result struct {
+	Findings   []Finding `json:"findings"`
+	Skipped    []Skipped `json:"skipped"`
+	Suppressed int       `json:"-"`
+	Ran        []Doc     `json:"-"`
+}
+
+// Resolve maps check IDs or names to IDs; unknown ones are an error.
+func Resolve(docs []Doc, refs []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	var unknown []string
+	for _, r := range refs {
+		r = strings.TrimSpace(r)
+		if r == "" {
+			continue
+		}
+		found := false
+		for _, d := range docs {
+			if strings.EqualFold(r, d.ID) || r == d.Name {
+				out[d.ID], found = true, true
+			}
+		}
+		if !found {
+			unknown = append(unknown, r)
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("unknown check %s (see hybridctl doctor --explain, or docs/checks.md)", strings.Join(unknown, ", "))
+	}
+	return out, nil
+}
+
+// Lookup finds a check's doc by ID or name.
+func Lookup(docs []Doc, ref string) (Doc, bool) {
+	for _, d := range docs {
+		if strings.EqualFold(ref, d.ID) || ref == d.Name {
+			return d, true
+		}
+	}
+	return Doc{}, false
+}
+
+// Selected returns the checks to run under opts.
+func Selected(opts Options) ([]Check, []Doc, error) {
+	docs, err := Catalogue()
+	if err != nil {
+		return nil, nil, err
+	}
+	only, err := Resolve(docs, opts.Only)
+	if err != nil {
+		return nil, nil, err
+	}
+	skip, err := Resolve(docs, opts.Skip)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, ig := range opts.Ignores {
+		if _, err := Resolve(docs, []string{ig.Check}); err != nil {
+			return nil, nil, fmt.Errorf("config: %w", err)
+		}
+	}
+	var cs []Check
+	var ds []Doc
+	for _, c := range All() {
+		if (len(only) > 0 && !only[c.ID]) || skip[c.ID] {
+			continue
+		}
+		d, ok := Lookup(docs, c.ID)
+		if !ok {
+			return nil, nil, fmt.Errorf("internal: check %s is not in the catalogue", c.ID)
+		}
+		cs = append(cs, c)
+		ds = append(ds, d)
+	}
+	return cs, ds, nil
+}
+
+// Needs returns the kinds the selected checks read, for the live loader.
+func Needs(cs []Check) []snapshot.Kind {
+	seen := map[snapshot.Kind]bool{}
+	var out []snapshot.Kind
+	for _, c := range cs {
+		for _, k := range append(append([]snapshot.Kind(nil), c.Needs...), c.Uses...) {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// Run runs the checks selected by opts over s.
+func Run(s *snapshot.Snapshot, opts Options) (*Result, error) {
+	cs, ds, err := Selected(opts)
+	if err != nil {
+		return nil, err
+	}
+	idx := NewIndex(s)
+	res := &Result{Findings: []Finding{}, Skipped: []Skipped{}, Ran: ds}
+	for i := range cs {
+		c, d := &cs[i], ds[i]
+		if reason := unavailable(s, c.Needs); reason != "" {
+			res.Skipped = append(res.Skipped, Skipped{Check: d.ID, Name: d.Name, Reason: reason})
+			continue
+		}
+		ctx := &Ctx{Index: idx, check: c, doc: d}
+		c.Run(ctx)
+		for _, f := range ctx.findings {
+			if suppressed(f, opts.Ignores) {
+				res.Suppressed++
+				continue
+			}
+			f.annotations = nil
+			res.Findings = append(res.Findings, f)
+		}
+	}
+	sort.SliceStable(res.Findings, func(i, j int) bool {
+		a, b := res.Findings[i], res.Findings[j]
+		if a.Severity.Rank() != b.Severity.Rank() {
+			return a.Severity.Rank() > b.Severity.Rank()
+		}
+		return a.Check < b.Check
+	})
+	return res, nil
+}
+
+func unavailable(s *snapshot.Snapshot, needs []snapshot.Kind) string {
+	var rs []string
+	for _, k := range needs {
+		if r, ok := s.Unavailable[k]; ok {
+			rs = append(rs, r)
+		}
+	}
+	return strings.Join(rs, "; ")
+}
+
+// suppressed applies the ignore annotation and the config file.
+func suppressed(f Finding, ignores []Ignore) bool {
+	match := func(ref string) bool { return strings.EqualFold(ref, f.Check) || ref == f.Name }
+	for _, r := range strings.Split(f.annotations[snapshot.IgnoreAnnotation], ",") {
+		if match(strings.TrimSpace(r)) {
+			return true
+		}
+	}
+	for _, ig := range ignores {
+		if !match(strings.TrimSpace(ig.Check)) {
+			continue
+		}
+		if ig.Namespace != "" && ig.Namespace != f.Object.Namespace {
+			continue
+		}
+		if ig.Kind != "" && !strings.EqualFold(ig.Kind, f.Object.Kind) {
+			continue
+		}
+		if ig.Name != "" && ig.Name != f.Object.Name {
+			continue
+		}
+		return true
+	}
+	return false
+}

@@ -1,0 +1,221 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/hybridctl/hybridctl/internal/checks"
+	"github.com/hybridctl/hybridctl/internal/report"
+	"github.com/hybridctl/hybridctl/internal/snapshot"
+)
+
+// auditFlags are the flags doctor and lint share.
+type auditFlags struct {
+	output string
+	failOn string
+	only   []string
+	skip   []string
+	config string
+}
+
+func (f *auditFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
+	fl.StringVar(&f.failOn, "fail-on", "error", "exit 1 when there are findings at or above this severity: error, warning, info, or none")
+	fl.StringSliceVar(&f.only, "checks", nil, "run only these checks (IDs or names, comma-separated)")
+	fl.StringSliceVar(&f.skip, "skip", nil, "do not run these checks (IDs or names, comma-separated)")
+	fl.StringVar(&f.config, "config", "", "YAML file with findings to ignore (ignore: [{check, namespace, kind, name, reason}])")
+}
+
+// options validates the flags and builds the engine's options.
+func (f *auditFlags) options() (checks.Options, error) {
+	opts := checks.Options{Only: f.only, Skip: f.skip}
+	if !oneOf(report.Formats(), f.output) {
+		return opts, Usagef("--output %q: want one of %s", f.output, strings.Join(report.Formats(), ", "))
+	}
+	switch f.failOn {
+	case "error", "warning", "info", "none":
+	default:
+		return opts, Usagef("--fail-on %q: want error, warning, info or none", f.failOn)
+	}
+	if f.config != "" {
+		b, err := os.ReadFile(f.config)
+		if err != nil {
+			return opts, Incomplete(fmt.Errorf("read --config: %w", err))
+		}
+		c, err := checks.ParseConfig(b)
+		if err != nil {
+			return opts, Usage(fmt.Errorf("--config %s: %w", f.config, err))
+		}
+		opts.Ignores = c.Ignore
+	}
+	if _, _, err := checks.Selected(opts); err != nil {
+		return opts, Usage(err)
+	}
+	return opts, nil
+}
+
+func oneOf(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// finish runs the checks, writes the report and maps findings to the exit
+// code.
+func (f *auditFlags) finish(s Streams, tool string, snap *snapshot.Snapshot, opts checks.Options) error {
+	res, err := checks.Run(snap, opts)
+	if err != nil {
+		return Usage(err)
+	}
+	if err := report.Write(s.Out, f.output, tool, res, snap.Len()); err != nil {
+		return Incomplete(fmt.Errorf("write report: %w", err))
+	}
+	if f.failOn == "none" {
+		return nil
+	}
+	threshold := checks.Severity(f.failOn).Rank()
+	n := 0
+	for _, fd := range res.Findings {
+		if fd.Severity.Rank() >= threshold {
+			n++
+		}
+	}
+	if n > 0 {
+		return &ExitError{Code: ExitProblem, Err: fmt.Errorf("%d finding(s) at or above %s", n, f.failOn), Silent: true}
+	}
+	return nil
+}
+
+func newDoctorCmd(s Streams) *cobra.Command {
+	var f auditFlags
+	var explain string
+	cf := genericclioptions.NewConfigFlags(true)
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Audit a live hybrid cluster through the API (read-only)",
+		Long: `doctor lists what the hybrid-cluster checks need from the API server (nodes,
+workloads, RuntimeClasses, CSRs, Calico resources) and reports what is wrong,
+each finding with a one-line fix. It never writes. A check whose objects cannot
+be read (forbidden, CRD not installed) is reported as skipped with the reason.
+
+Checks have stable IDs and names; --explain prints the documentation of one.
+Suppress a finding with the annotation hybridctl.dev/ignore: "HC101,..." on the
+object, or with a --config file.
+
+Exit codes: 0 no findings at or above --fail-on; 1 findings at or above it;
+2 usage error; 3 the API server could not be reached or listed.`,
+		Example: `  # audit the current context
+  hybridctl doctor
+
+  # another cluster, JSON for scripts, fail on warnings too
+  hybridctl doctor --context lab -o json --fail-on warning
+
+  # only the Calico checks, skipping one
+  hybridctl doctor --checks HC301,HC302,HC303,HC304,HC305,HC306 --skip calico-bgp-enabled
+
+  # what does a check mean?
+  hybridctl doctor --explain daemonset-os-selector`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if explain != "" {
+				return explainCheck(s, explain)
+			}
+			opts, err := f.options()
+			if err != nil {
+				return err
+			}
+			cs, _, err := checks.Selected(opts)
+			if err != nil {
+				return Usage(err)
+			}
+			cfg, err := cf.ToRESTConfig()
+			if err != nil {
+				return Incomplete(fmt.Errorf("kubeconfig: %w", err))
+			}
+			ns := ""
+			if cmd.Flags().Changed("namespace") && cf.Namespace != nil {
+				ns = *cf.Namespace
+			}
+			snap, err := snapshot.LoadLive(cmd.Context(), cfg, snapshot.LiveOptions{Kinds: checks.Needs(cs), Namespace: ns})
+			if err != nil {
+				return Incomplete(err)
+			}
+			return f.finish(s, "doctor", snap, opts)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&explain, "explain", "", "print the documentation of a check (ID or name) and exit")
+	cf.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func explainCheck(s Streams, ref string) error {
+	docs, err := checks.Catalogue()
+	if err != nil {
+		return err
+	}
+	d, ok := checks.Lookup(docs, ref)
+	if !ok {
+		return Usagef("unknown check %q (IDs HC101..., or names such as daemonset-os-selector)", ref)
+	}
+	fmt.Fprint(s.Out, checks.Explain(d))
+	return nil
+}
+
+func newLintCmd(s Streams) *cobra.Command {
+	var f auditFlags
+	cmd := &cobra.Command{
+		Use:   "lint PATH... | -",
+		Short: "Run the hybrid-cluster checks on manifests, directories or Helm output",
+		Long: `lint runs the same checks as doctor on manifests: YAML or JSON files (several
+documents each, List kinds included), directories (searched recursively for
+*.yaml, *.yml and *.json) and standard input ("-"), such as the output of
+helm template. Findings point at file:line.
+
+Without a cluster, lint reasons from what the input holds: a DaemonSet that
+tolerates the Windows taint and has no kubernetes.io/os: linux selector is
+reported even when no Windows node is in the input. Checks that need complete
+lists from a cluster ("this RuntimeClass does not exist") run only in doctor.
+Kinds no check reads (CRDs such as ServiceMonitor) pass through.
+
+Exit codes: 0 no findings at or above --fail-on; 1 findings at or above it, or
+a manifest that cannot be parsed; 2 usage error; 3 a path cannot be read.`,
+		Example: `  # a rendered chart
+  helm template ne prometheus-community/prometheus-node-exporter -f values.yaml | hybridctl lint -
+
+  # a directory of manifests, SARIF for code scanning
+  hybridctl lint deploy/ -o sarif > hybridctl.sarif
+
+  # fail the pipeline on warnings too
+  hybridctl lint deploy/ --fail-on warning`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return Usagef("lint needs at least one path (a file, a directory, or - for stdin)")
+			}
+			opts, err := f.options()
+			if err != nil {
+				return err
+			}
+			snap, err := snapshot.LoadFiles(cmd.Context(), args, s.In)
+			if err != nil {
+				var pe *snapshot.ParseError
+				if errors.As(err, &pe) {
+					return Problem(err)
+				}
+				return Incomplete(err)
+			}
+			return f.finish(s, "lint", snap, opts)
+		},
+	}
+	f.register(cmd)
+	return cmd
+}

@@ -1,0 +1,310 @@
+// Package report renders check results for people (table) and machines
+// (json, sarif, junit), per the output contract in design §5.
+package report
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/hybridctl/hybridctl/internal/checks"
+)
+
+// Formats returns the output formats, default first.
+func Formats() []string { return []string{"table", "json", "sarif", "junit"} }
+
+// Summary counts findings.
+type Summary struct {
+	Errors     int `json:"errors"`
+	Warnings   int `json:"warnings"`
+	Info       int `json:"info"`
+	Checks     int `json:"checks"`
+	Skipped    int `json:"skipped"`
+	Suppressed int `json:"suppressed"`
+	Objects    int `json:"objects"`
+}
+
+// Summarize counts a result.
+func Summarize(r *checks.Result, objects int) Summary {
+	s := Summary{Checks: len(r.Ran) - len(r.Skipped), Skipped: len(r.Skipped), Suppressed: r.Suppressed, Objects: objects}
+	for _, f := range r.Findings {
+		switch f.Severity {
+		case checks.Error:
+			s.Errors++
+		case checks.Warning:
+			s.Warnings++
+		default:
+			s.Info++
+		}
+	}
+	return s
+}
+
+// Write renders r in format to w. tool names the command ("doctor" or
+// "lint") for SARIF and JUnit.
+func Write(w io.Writer, format, tool string, r *checks.Result, objects int) error {
+	switch format {
+	case "", "table":
+		return Table(w, r, objects)
+	case "json":
+		return JSON(w, r, objects)
+	case "sarif":
+		return SARIF(w, tool, r)
+	case "junit":
+		return JUnit(w, tool, r)
+	}
+	return fmt.Errorf("unknown output format %q (want %s)", format, strings.Join(Formats(), ", "))
+}
+
+// JSON writes {"findings":[...],"skipped":[...],"summary":{...}}.
+func JSON(w io.Writer, r *checks.Result, objects int) error {
+	type finding struct {
+		Check    string      `json:"check"`
+		Name     string      `json:"name"`
+		Severity string      `json:"severity"`
+		Object   interface{} `json:"object"`
+		Message  string      `json:"message"`
+		Fix      string      `json:"fix"`
+		File     string      `json:"file,omitempty"`
+		Line     int         `json:"line,omitempty"`
+		Template string      `json:"template,omitempty"`
+	}
+	out := struct {
+		Findings []finding        `json:"findings"`
+		Skipped  []checks.Skipped `json:"skipped"`
+		Summary  Summary          `json:"summary"`
+	}{Findings: []finding{}, Skipped: r.Skipped, Summary: Summarize(r, objects)}
+	if out.Skipped == nil {
+		out.Skipped = []checks.Skipped{}
+	}
+	for _, f := range r.Findings {
+		out.Findings = append(out.Findings, finding{Check: f.Check, Name: f.Name, Severity: string(f.Severity), Object: f.Object,
+			Message: f.Message, Fix: f.Fix, File: f.Source.File, Line: f.Source.Line, Template: f.Source.Template})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// Table writes findings grouped by severity, each with its one-line fix.
+func Table(w io.Writer, r *checks.Result, objects int) error {
+	sum := Summarize(r, objects)
+	bw := &errWriter{w: w}
+	for _, sev := range []checks.Severity{checks.Error, checks.Warning, checks.Info} {
+		var fs []checks.Finding
+		for _, f := range r.Findings {
+			if f.Severity == sev {
+				fs = append(fs, f)
+			}
+		}
+		if len(fs) == 0 {
+			continue
+		}
+		bw.printf("%s (%d)\n", strings.ToUpper(string(sev)), len(fs))
+		for _, f := range fs {
+			where := f.Object.Kind + " " + qualified(f.Object.Namespace, f.Object.Name)
+			if f.Source.File != "" {
+				where = fmt.Sprintf("%s:%d %s", f.Source.File, f.Source.Line, where)
+			}
+			bw.printf("  %s %s  %s\n", f.Check, f.Name, where)
+			bw.printf("      %s\n", f.Message)
+			bw.printf("      fix: %s\n", f.Fix)
+		}
+		bw.printf("\n")
+	}
+	if len(r.Skipped) > 0 {
+		bw.printf("SKIPPED (%d)\n", len(r.Skipped))
+		tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
+		for _, s := range r.Skipped {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Check, s.Name, s.Reason)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		bw.printf("\n")
+	}
+	bw.printf("%d error(s), %d warning(s), %d info; %d checks run, %d skipped, %d suppressed; %d objects\n",
+		sum.Errors, sum.Warnings, sum.Info, sum.Checks, sum.Skipped, sum.Suppressed, sum.Objects)
+	return bw.err
+}
+
+func qualified(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) printf(format string, a ...any) { fmt.Fprintf(e, format, a...) }
+
+// SARIF writes a SARIF 2.1.0 log; findings from manifests carry their file
+// and line as a physical location, live findings a logical location.
+func SARIF(w io.Writer, tool string, r *checks.Result) error {
+	type msg struct {
+		Text string `json:"text"`
+	}
+	type rule struct {
+		ID                   string            `json:"id"`
+		Name                 string            `json:"name"`
+		ShortDescription     msg               `json:"shortDescription"`
+		FullDescription      msg               `json:"fullDescription"`
+		Help                 msg               `json:"help"`
+		HelpURI              string            `json:"helpUri,omitempty"`
+		DefaultConfiguration map[string]string `json:"defaultConfiguration"`
+	}
+	type location struct {
+		PhysicalLocation *struct {
+			ArtifactLocation struct {
+				URI string `json:"uri"`
+			} `json:"artifactLocation"`
+			Region struct {
+				StartLine int `json:"startLine"`
+			} `json:"region"`
+		} `json:"physicalLocation,omitempty"`
+		LogicalLocations []map[string]string `json:"logicalLocations,omitempty"`
+	}
+	type result struct {
+		RuleID    string     `json:"ruleId"`
+		RuleIndex int        `json:"ruleIndex"`
+		Level     string     `json:"level"`
+		Message   msg        `json:"message"`
+		Locations []location `json:"locations"`
+	}
+	var rules []rule
+	index := map[string]int{}
+	for _, d := range r.Ran {
+		index[d.ID] = len(rules)
+		rules = append(rules, rule{ID: d.ID, Name: d.Name, ShortDescription: msg{d.Title}, FullDescription: msg{d.Why},
+			Help: msg{"Fix: " + d.Fix + " (guide: " + d.Guide + ")"}, HelpURI: "https://github.com/hybridctl/hybridctl/blob/main/docs/checks.md#" + strings.ToLower(d.ID),
+			DefaultConfiguration: map[string]string{"level": level(d.Severity)}})
+	}
+	results := []result{}
+	for _, f := range r.Findings {
+		loc := location{LogicalLocations: []map[string]string{{
+			"fullyQualifiedName": f.Object.Kind + "/" + qualified(f.Object.Namespace, f.Object.Name), "kind": "object"}}}
+		if f.Source.File != "" {
+			loc.PhysicalLocation = &struct {
+				ArtifactLocation struct {
+					URI string `json:"uri"`
+				} `json:"artifactLocation"`
+				Region struct {
+					StartLine int `json:"startLine"`
+				} `json:"region"`
+			}{}
+			loc.PhysicalLocation.ArtifactLocation.URI = filepath.ToSlash(f.Source.File)
+			loc.PhysicalLocation.Region.StartLine = max(f.Source.Line, 1)
+		}
+		results = append(results, result{RuleID: f.Check, RuleIndex: index[f.Check], Level: level(f.Severity),
+			Message: msg{f.Message + " Fix: " + f.Fix}, Locations: []location{loc}})
+	}
+	log := map[string]any{
+		"$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+		"version": "2.1.0",
+		"runs": []any{map[string]any{
+			"tool": map[string]any{"driver": map[string]any{
+				"name": "hybridctl " + tool, "informationUri": "https://github.com/hybridctl/hybridctl", "rules": rules}},
+			"results": results,
+		}},
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(log)
+}
+
+func level(s checks.Severity) string {
+	switch s {
+	case checks.Error:
+		return "error"
+	case checks.Warning:
+		return "warning"
+	}
+	return "note"
+}
+
+// JUnit writes one testsuite with a testcase per check and object: a check
+// without findings is one passing case, a skipped check a skipped case.
+func JUnit(w io.Writer, tool string, r *checks.Result) error {
+	type failure struct {
+		Message string `xml:"message,attr"`
+		Type    string `xml:"type,attr"`
+		Text    string `xml:",chardata"`
+	}
+	type skipped struct {
+		Message string `xml:"message,attr"`
+	}
+	type testcase struct {
+		Name      string   `xml:"name,attr"`
+		Classname string   `xml:"classname,attr"`
+		Failure   *failure `xml:"failure,omitempty"`
+		Skipped   *skipped `xml:"skipped,omitempty"`
+	}
+	type suite struct {
+		XMLName  xml.Name   `xml:"testsuite"`
+		Name     string     `xml:"name,attr"`
+		Tests    int        `xml:"tests,attr"`
+		Failures int        `xml:"failures,attr"`
+		Skipped  int        `xml:"skipped,attr"`
+		Cases    []testcase `xml:"testcase"`
+	}
+	s := suite{Name: "hybridctl " + tool}
+	byCheck := map[string][]checks.Finding{}
+	for _, f := range r.Findings {
+		byCheck[f.Check] = append(byCheck[f.Check], f)
+	}
+	skippedBy := map[string]string{}
+	for _, sk := range r.Skipped {
+		skippedBy[sk.Check] = sk.Reason
+	}
+	docs := append([]checks.Doc(nil), r.Ran...)
+	sort.SliceStable(docs, func(i, j int) bool { return docs[i].ID < docs[j].ID })
+	for _, d := range docs {
+		cls := d.ID + " " + d.Name
+		switch {
+		case skippedBy[d.ID] != "":
+			s.Cases = append(s.Cases, testcase{Name: d.Title, Classname: cls, Skipped: &skipped{Message: skippedBy[d.ID]}})
+			s.Skipped++
+		case len(byCheck[d.ID]) == 0:
+			s.Cases = append(s.Cases, testcase{Name: d.Title, Classname: cls})
+		default:
+			for _, f := range byCheck[d.ID] {
+				name := f.Object.Kind + " " + qualified(f.Object.Namespace, f.Object.Name)
+				if f.Source.File != "" {
+					name = fmt.Sprintf("%s (%s:%d)", name, f.Source.File, f.Source.Line)
+				}
+				s.Cases = append(s.Cases, testcase{Name: name, Classname: cls,
+					Failure: &failure{Message: f.Message, Type: string(f.Severity), Text: "fix: " + f.Fix}})
+				s.Failures++
+			}
+		}
+	}
+	s.Tests = len(s.Cases)
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(s); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}

@@ -1,0 +1,402 @@
+package snapshot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// LiveOptions tune the live loader.
+type LiveOptions struct {
+	// Kinds to list; the checks say which they need.
+	Kinds []Kind
+	// Namespace restricts namespaced kinds to one namespace ("" = all).
+	Namespace string
+	// PageSize is the LIST limit (default 500).
+	PageSize int
+	// Concurrency caps the kinds listed at once (default 6).
+	Concurrency int
+	// Paginate forces paginated LISTs. By default a kind is first read as
+	// a watch-list stream (watch with sendInitialEvents=true, served from
+	// the watch cache one object at a time, ended by a bookmark), and
+	// paginated LISTs are used when the server or the user's RBAC (no
+	// watch verb) does not allow it.
+	Paginate bool
+}
+
+// resource is where a kind is listed; alternatives are tried in order
+// while the previous one is not served (Calico's projectcalico.org/v3
+// native CRDs, then the older crd.projectcalico.org/v1).
+type resource struct {
+	groupVersion string
+	plural       string
+	namespaced   bool
+}
+
+func resourcesFor(k Kind) []resource {
+	switch k {
+	case KindNode:
+		return []resource{{"v1", "nodes", false}}
+	case KindNamespace:
+		return []resource{{"v1", "namespaces", false}}
+	case KindPod:
+		return []resource{{"v1", "pods", true}}
+	case KindService:
+		return []resource{{"v1", "services", true}}
+	case KindConfigMap:
+		return []resource{{"v1", "configmaps", true}}
+	case KindDaemonSet:
+		return []resource{{"apps/v1", "daemonsets", true}}
+	case KindDeployment:
+		return []resource{{"apps/v1", "deployments", true}}
+	case KindStatefulSet:
+		return []resource{{"apps/v1", "statefulsets", true}}
+	case KindReplicaSet:
+		return []resource{{"apps/v1", "replicasets", true}}
+	case KindJob:
+		return []resource{{"batch/v1", "jobs", true}}
+	case KindCronJob:
+		return []resource{{"batch/v1", "cronjobs", true}}
+	case KindRuntimeClass:
+		return []resource{{"node.k8s.io/v1", "runtimeclasses", false}}
+	case KindCSR:
+		return []resource{{"certificates.k8s.io/v1", "certificatesigningrequests", false}}
+	case KindInstallation:
+		return []resource{{"operator.tigera.io/v1", "installations", false}}
+	case KindTigeraStatus:
+		return []resource{{"operator.tigera.io/v1", "tigerastatuses", false}}
+	case KindIPPool:
+		return []resource{{"projectcalico.org/v3", "ippools", false}, {"crd.projectcalico.org/v1", "ippools", false}}
+	case KindIPAMConfiguration:
+		return []resource{{"projectcalico.org/v3", "ipamconfigurations", false}, {"crd.projectcalico.org/v1", "ipamconfigs", false}}
+	case KindFelixConfiguration:
+		return []resource{{"projectcalico.org/v3", "felixconfigurations", false}, {"crd.projectcalico.org/v1", "felixconfigurations", false}}
+	}
+	return nil
+}
+
+func (r resource) path(ns string) string {
+	base := "/apis/" + r.groupVersion
+	if r.groupVersion == "v1" {
+		base = "/api/v1"
+	}
+	if r.namespaced && ns != "" {
+		return base + "/namespaces/" + url.PathEscape(ns) + "/" + r.plural
+	}
+	return base + "/" + r.plural
+}
+
+// LoadLive lists the kinds in opts from the API server behind cfg. It
+// never writes. Kinds are listed concurrently, each with paginated LISTs
+// (limit and continue); every page is decoded straight into the small
+// structs of this package and then dropped, so memory holds only what the
+// checks read. A kind that is forbidden or not served (CRD absent) is
+// recorded in Unavailable with the reason. An unreachable API server, or
+// a LIST that fails otherwise, is an error.
+func LoadLive(ctx context.Context, cfg *rest.Config, opts LiveOptions) (*Snapshot, error) {
+	if opts.PageSize <= 0 {
+		opts.PageSize = 500
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 6
+	}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("API client for %s: %w", cfg.Host, err)
+	}
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("reach API server %s: %w", cfg.Host, err)
+	}
+	s := New()
+	s.Live = true
+	s.ServerVersion = v.GitVersion
+	rc := cs.CoreV1().RESTClient()
+
+	kinds := append([]Kind(nil), opts.Kinds...)
+	sort.Slice(kinds, func(i, j int) bool { return kinds[i] < kinds[j] })
+	listCM := false
+	for _, k := range kinds {
+		listCM = listCM || k == KindConfigMap
+	}
+	var (
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, opts.Concurrency)
+		mu   sync.Mutex
+		errs []error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	for _, k := range kinds {
+		if k == KindClusterConfiguration {
+			if listCM {
+				// The ConfigMap list carries kubeadm-config.
+				s.locked(func() { s.Listed[k] = true })
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := s.getKubeadmConfig(ctx, rc); err != nil {
+					fail(err)
+				}
+			}()
+			continue
+		}
+		rs := resourcesFor(k)
+		if rs == nil {
+			continue
+		}
+		wg.Add(1)
+		go func(k Kind, rs []resource) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := s.listKind(ctx, rc, k, rs, opts); err != nil {
+				fail(err)
+			}
+		}(k, rs)
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	s.Sort()
+	return s, nil
+}
+
+// page is one LIST response, items kept raw until decoded one by one.
+type page struct {
+	Metadata struct {
+		Continue string `json:"continue"`
+	} `json:"metadata"`
+	Items []json.RawMessage `json:"items"`
+}
+
+func (s *Snapshot) listKind(ctx context.Context, rc rest.Interface, k Kind, rs []resource, opts LiveOptions) error {
+	var reasons []string
+	for _, r := range rs {
+		err := s.listResource(ctx, rc, k, r, opts)
+		switch {
+		case err == nil:
+			// A namespaced kind listed in one namespace is not complete:
+			// "X does not exist" cannot be concluded from it.
+			if !r.namespaced || opts.Namespace == "" {
+				s.locked(func() { s.Listed[k] = true })
+			}
+			return nil
+		case apierrors.IsForbidden(err):
+			s.locked(func() {
+				s.Unavailable[k] = fmt.Sprintf("cannot list %s: forbidden (%s)", r.resourceName(), apierrors.ReasonForError(err))
+				if st, ok := err.(apierrors.APIStatus); ok && st.Status().Message != "" {
+					s.Unavailable[k] = "cannot list " + r.resourceName() + ": " + st.Status().Message
+				}
+			})
+			return nil
+		case apierrors.IsNotFound(err):
+			reasons = append(reasons, r.resourceName())
+			continue
+		default:
+			return fmt.Errorf("list %s: %w", r.resourceName(), err)
+		}
+	}
+	s.locked(func() {
+		s.Unavailable[k] = fmt.Sprintf("%s not served by the API server (CRD not installed)", strings.Join(reasons, " or "))
+	})
+	return nil
+}
+
+func (r resource) resourceName() string {
+	g := r.groupVersion
+	if i := strings.Index(g, "/"); i >= 0 {
+		return r.plural + "." + g[:i]
+	}
+	return r.plural
+}
+
+func (s *Snapshot) listResource(ctx context.Context, rc rest.Interface, k Kind, r resource, opts LiveOptions) error {
+	if !opts.Paginate && !s.noWatchList.Load() {
+		n, err := s.watchList(ctx, rc, k, r, opts)
+		if err == nil {
+			return nil
+		}
+		var status apierrors.APIStatus
+		if n > 0 || (!errors.As(err, &status) && !errors.Is(err, errNoInitialEventsEnd)) {
+			// Part of the objects were added already, or the failure is
+			// not an answer from the API server (the connection): do not
+			// retry. Any refusal (watch forbidden, watch-list not
+			// supported, e.g. "the required storage feature
+			// RequestWatchProgress is disabled" with etcd 3.4) falls back
+			// to paginated LISTs, which report real errors themselves.
+			return err
+		}
+		if !apierrors.IsForbidden(err) {
+			// The server does not do watch-list: do not ask for the
+			// other kinds.
+			s.noWatchList.Store(true)
+		}
+	}
+	// Pages are fetched and decoded in a pipeline: while one page's items
+	// are decoded into the small structs, the next page is on its way.
+	apiVersion := r.groupVersion
+	kindName := string(k)
+	items := make(chan []json.RawMessage, 1)
+	decoded := make(chan error, 1)
+	go func() {
+		var derr error
+		for batch := range items {
+			if derr != nil {
+				continue
+			}
+			for _, it := range batch {
+				if err := s.AddKind(k, apiVersion, kindName, it, Source{}); err != nil {
+					derr = fmt.Errorf("%s %s: %w", kindName, nameOf(it), err)
+					break
+				}
+			}
+		}
+		decoded <- derr
+	}()
+	ferr := s.fetchPages(ctx, rc, r, opts, items)
+	close(items)
+	if derr := <-decoded; derr != nil {
+		return derr
+	}
+	return ferr
+}
+
+// fetchPages sends each page's items to out, following continue tokens.
+func (s *Snapshot) fetchPages(ctx context.Context, rc rest.Interface, r resource, opts LiveOptions, out chan<- []json.RawMessage) error {
+	cont := ""
+	for {
+		req := rc.Get().AbsPath(r.path(opts.Namespace)).
+			Param("limit", fmt.Sprint(opts.PageSize)).
+			SetHeader("Accept", "application/json")
+		if cont != "" {
+			req = req.Param("continue", cont)
+		}
+		body, err := req.Stream(ctx)
+		if err != nil {
+			return err
+		}
+		var p page
+		err = json.NewDecoder(body).Decode(&p)
+		body.Close()
+		if err != nil {
+			return fmt.Errorf("decode page of %s: %w", r.resourceName(), err)
+		}
+		out <- p.Items
+		if p.Metadata.Continue == "" {
+			return nil
+		}
+		cont = p.Metadata.Continue
+	}
+}
+
+// errNoInitialEventsEnd: the watch ended before the bookmark that closes
+// the initial events (an API server without watch-list support).
+var errNoInitialEventsEnd = errors.New("watch ended before the initial-events-end bookmark")
+
+// watchList streams a kind's objects from the watch cache: a watch with
+// sendInitialEvents=true sends every object as an ADDED event and then a
+// BOOKMARK annotated k8s.io/initial-events-end. Objects are decoded one by
+// one as they arrive, so neither the server nor this client builds the
+// whole list in memory. It returns how many objects it added.
+func (s *Snapshot) watchList(ctx context.Context, rc rest.Interface, k Kind, r resource, opts LiveOptions) (int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	body, err := rc.Get().AbsPath(r.path(opts.Namespace)).
+		Param("watch", "true").
+		Param("sendInitialEvents", "true").
+		Param("resourceVersionMatch", "NotOlderThan").
+		Param("allowWatchBookmarks", "true").
+		Param("timeoutSeconds", "600").
+		SetHeader("Accept", "application/json").
+		Stream(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer body.Close()
+	dec := json.NewDecoder(body)
+	n := 0
+	for {
+		var ev struct {
+			Type   string          `json:"type"`
+			Object json.RawMessage `json:"object"`
+		}
+		if err := dec.Decode(&ev); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return n, errNoInitialEventsEnd
+			}
+			return n, fmt.Errorf("watch %s: %w", r.resourceName(), err)
+		}
+		switch ev.Type {
+		case "ADDED":
+			if err := s.AddKind(k, r.groupVersion, string(k), ev.Object, Source{}); err != nil {
+				return n, fmt.Errorf("%s %s: %w", k, nameOf(ev.Object), err)
+			}
+			n++
+		case "BOOKMARK":
+			var b struct {
+				Metadata struct {
+					Annotations map[string]string `json:"annotations"`
+				} `json:"metadata"`
+			}
+			if json.Unmarshal(ev.Object, &b) == nil && b.Metadata.Annotations["k8s.io/initial-events-end"] == "true" {
+				return n, nil
+			}
+		case "ERROR":
+			var st metav1.Status
+			if json.Unmarshal(ev.Object, &st) == nil {
+				return n, &apierrors.StatusError{ErrStatus: st}
+			}
+			return n, fmt.Errorf("watch %s: error event", r.resourceName())
+		default:
+			// MODIFIED/DELETED cannot come before the initial events end.
+			return n, fmt.Errorf("watch %s: unexpected %s event before the initial events ended", r.resourceName(), ev.Type)
+		}
+	}
+}
+
+// getKubeadmConfig reads kube-system/kubeadm-config alone, when ConfigMaps
+// are not listed.
+func (s *Snapshot) getKubeadmConfig(ctx context.Context, rc rest.Interface) error {
+	body, err := rc.Get().AbsPath("/api/v1/namespaces/"+KubeadmConfigNamespace+"/configmaps/"+KubeadmConfigName).
+		SetHeader("Accept", "application/json").DoRaw(ctx)
+	switch {
+	case err == nil:
+	case apierrors.IsNotFound(err):
+		s.locked(func() { s.Listed[KindClusterConfiguration] = true })
+		return nil
+	case apierrors.IsForbidden(err):
+		s.locked(func() {
+			s.Unavailable[KindClusterConfiguration] = "cannot get configmap kube-system/kubeadm-config: forbidden"
+		})
+		return nil
+	default:
+		return fmt.Errorf("get configmap %s/%s: %w", KubeadmConfigNamespace, KubeadmConfigName, err)
+	}
+	if err := s.AddKind(KindConfigMap, "v1", "ConfigMap", body, Source{}); err != nil {
+		return fmt.Errorf("configmap %s/%s: %w", KubeadmConfigNamespace, KubeadmConfigName, err)
+	}
+	s.locked(func() { s.Listed[KindClusterConfiguration] = true })
+	return nil
+}

@@ -1,0 +1,434 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Snapshot is the set of objects the checks read.
+type Snapshot struct {
+	// Live is true for a snapshot listed from a cluster: a kind in Listed is
+	// then complete, so "X does not exist" can be concluded. From files
+	// nothing is complete.
+	Live bool
+	// ServerVersion is the API server's version ("v1.37.2"), from discovery
+	// when live, else from a kubeadm ClusterConfiguration.
+	ServerVersion string
+
+	Nodes          []*Node
+	Namespaces     []*Namespace
+	Workloads      []*Workload
+	Pods           []*Pod
+	Services       []*Service
+	ConfigMaps     []*ConfigMap
+	RuntimeClasses []*RuntimeClass
+	CSRs           []*CSR
+	Installations  []*Installation
+	TigeraStatuses []*TigeraStatus
+	IPPools        []*IPPool
+	IPAMConfigs    []*IPAMConfiguration
+	FelixConfigs   []*FelixConfiguration
+	ClusterConfigs []*ClusterConfiguration
+	// Owners maps "Kind/namespace/name" of ReplicaSets owned by Deployments
+	// and Jobs owned by CronJobs to their owner, so a pod is reported under
+	// the controller a user wrote.
+	Owners map[string]OwnerRef
+	// Other counts objects of kinds no check reads (custom kinds pass
+	// through).
+	Other int
+
+	// Listed holds the kinds that were listed completely (live).
+	Listed map[Kind]bool
+	// Unavailable holds, for kinds that could not be read, the reason
+	// (forbidden, CRD not installed).
+	Unavailable map[Kind]string
+
+	mu sync.Mutex
+	// noWatchList is set once the server refused a watch-list stream.
+	noWatchList atomic.Bool
+}
+
+// New returns an empty snapshot.
+func New() *Snapshot {
+	return &Snapshot{Owners: map[string]OwnerRef{}, Listed: map[Kind]bool{}, Unavailable: map[Kind]string{}}
+}
+
+// Complete reports whether every object of kind k is in the snapshot.
+func (s *Snapshot) Complete(k Kind) bool { return s.Live && s.Listed[k] }
+
+// Len returns the number of objects held.
+func (s *Snapshot) Len() int {
+	return len(s.Nodes) + len(s.Namespaces) + len(s.Workloads) + len(s.Pods) + len(s.Services) +
+		len(s.ConfigMaps) + len(s.RuntimeClasses) + len(s.CSRs) + len(s.Installations) + len(s.TigeraStatuses) +
+		len(s.IPPools) + len(s.IPAMConfigs) + len(s.FelixConfigs) + len(s.ClusterConfigs) + len(s.Owners) + s.Other
+}
+
+// KindOf maps apiVersion and kind to the Kind the checks know, or "".
+func KindOf(apiVersion, kind string) Kind {
+	group := ""
+	if i := strings.LastIndex(apiVersion, "/"); i >= 0 {
+		group = apiVersion[:i]
+	}
+	switch group {
+	case "":
+		switch kind {
+		case "Node", "Namespace", "Pod", "Service", "ConfigMap":
+			return Kind(kind)
+		}
+	case "apps":
+		switch kind {
+		case "DaemonSet", "Deployment", "StatefulSet", "ReplicaSet":
+			return Kind(kind)
+		}
+	case "batch":
+		switch kind {
+		case "Job", "CronJob":
+			return Kind(kind)
+		}
+	case "node.k8s.io":
+		if kind == "RuntimeClass" {
+			return KindRuntimeClass
+		}
+	case "certificates.k8s.io":
+		if kind == "CertificateSigningRequest" {
+			return KindCSR
+		}
+	case "operator.tigera.io":
+		switch kind {
+		case "Installation", "TigeraStatus":
+			return Kind(kind)
+		}
+	case "projectcalico.org", "crd.projectcalico.org":
+		switch kind {
+		case "IPPool", "IPAMConfiguration", "FelixConfiguration":
+			return Kind(kind)
+		}
+	case "kubeadm.k8s.io":
+		if kind == "ClusterConfiguration" {
+			return KindClusterConfiguration
+		}
+	}
+	return ""
+}
+
+// Well-known ConfigMaps whose data the checks read whole.
+const (
+	KubeadmConfigNamespace = "kube-system"
+	KubeadmConfigName      = "kubeadm-config"
+	ServicesEndpointNS     = "tigera-operator"
+	ServicesEndpointName   = "kubernetes-services-endpoint"
+)
+
+// Add decodes one object from JSON and stores it. apiVersion and kind may be
+// empty, then they are read from the object. An object of a kind no check
+// reads is counted and dropped.
+func (s *Snapshot) Add(data []byte, src Source) error {
+	var tm struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := json.Unmarshal(data, &tm); err != nil {
+		return err
+	}
+	if tm.Kind == "" || tm.APIVersion == "" {
+		return fmt.Errorf("object has no apiVersion or kind")
+	}
+	return s.AddKind(KindOf(tm.APIVersion, tm.Kind), tm.APIVersion, tm.Kind, data, src)
+}
+
+// AddKind is Add for a caller that knows the kind (list items from the API
+// carry none).
+func (s *Snapshot) AddKind(k Kind, apiVersion, kind string, data []byte, src Source) error {
+	fill := func(o *Object) {
+		o.APIVersion, o.Kind, o.Source = apiVersion, kind, src
+		o.Meta.Annotations = keepIgnore(o.Meta.Annotations)
+	}
+	dec := func(v any) error {
+		if err := json.Unmarshal(data, v); err != nil {
+			return fieldError(err)
+		}
+		return nil
+	}
+	switch k {
+	case "":
+		s.mu.Lock()
+		s.Other++
+		s.mu.Unlock()
+		return nil
+	case KindNode:
+		var n Node
+		if err := dec(&n); err != nil {
+			return err
+		}
+		fill(&n.Object)
+		s.locked(func() { s.Nodes = append(s.Nodes, &n) })
+	case KindNamespace:
+		var n Namespace
+		if err := dec(&n); err != nil {
+			return err
+		}
+		fill(&n.Object)
+		s.locked(func() { s.Namespaces = append(s.Namespaces, &n) })
+	case KindService:
+		var v Service
+		if err := dec(&v); err != nil {
+			return err
+		}
+		fill(&v.Object)
+		v.Meta.Labels = nil
+		s.locked(func() { s.Services = append(s.Services, &v) })
+	case KindConfigMap:
+		var v ConfigMap
+		if err := dec(&v); err != nil {
+			return err
+		}
+		fill(&v.Object)
+		v.Meta.Labels = nil
+		ns, name := v.Meta.Namespace, v.Meta.Name
+		var cc *ClusterConfiguration
+		switch {
+		case ns == KubeadmConfigNamespace && name == KubeadmConfigName:
+			if raw := v.Data["ClusterConfiguration"]; raw != "" {
+				cc = &ClusterConfiguration{}
+				if err := yaml.Unmarshal([]byte(raw), cc); err != nil {
+					return fmt.Errorf("data.ClusterConfiguration: %w", err)
+				}
+				cc.Object = v.Object
+			}
+		case ns == ServicesEndpointNS && name == ServicesEndpointName:
+		default:
+			v.Hosts = DottedHostsIn(v.Data)
+			v.Data = nil
+		}
+		s.locked(func() {
+			s.ConfigMaps = append(s.ConfigMaps, &v)
+			if cc != nil {
+				s.ClusterConfigs = append(s.ClusterConfigs, cc)
+			}
+		})
+	case KindRuntimeClass:
+		var v RuntimeClass
+		if err := dec(&v); err != nil {
+			return err
+		}
+		fill(&v.Object)
+		s.locked(func() { s.RuntimeClasses = append(s.RuntimeClasses, &v) })
+	case KindCSR:
+		var v CSR
+		if err := dec(&v); err != nil {
+			return err
+		}
+		fill(&v.Object)
+		s.locked(func() { s.CSRs = append(s.CSRs, &v) })
+	case KindInstallation:
+		var v Installation
+		if err := dec(&v); err != nil {
+			return err
+		}
+		fill(&v.Object)
+		s.locked(func() { s.Installations = append(s.Installations, &v) })
+	case KindTigeraStatus:
+		var v TigeraStatus
+		if err := dec(&v); err != nil {
+			return err
+		}
+		fill(&v.Object)
+		s.locked(func() { s.TigeraStatuses = append(s.TigeraStatuses, &v) })
+	case KindIPPool:
+		var v IPPool
+		if err := dec(&v); err != nil {
+			return err
+		}
+		fill(&v.Object)
+		s.locked(func() { s.IPPools = append(s.IPPools, &v) })
+	case KindIPAMConfiguration:
+		var v IPAMConfiguration
+		if err := dec(&v); err != nil {
+			return err
+		}
+		fill(&v.Object)
+		s.locked(func() { s.IPAMConfigs = append(s.IPAMConfigs, &v) })
+	case KindFelixConfiguration:
+		var v FelixConfiguration
+		if err := dec(&v); err != nil {
+			return err
+		}
+		fill(&v.Object)
+		s.locked(func() { s.FelixConfigs = append(s.FelixConfigs, &v) })
+	case KindClusterConfiguration:
+		var v ClusterConfiguration
+		if err := dec(&v); err != nil {
+			return err
+		}
+		fill(&v.Object)
+		s.locked(func() { s.ClusterConfigs = append(s.ClusterConfigs, &v) })
+	case KindPod:
+		var p rawPod
+		if err := dec(&p); err != nil {
+			return err
+		}
+		fill(&p.Object)
+		if o := p.Meta.Controller(); o != nil {
+			sp := &Pod{Namespace: p.Meta.Namespace, Name: p.Meta.Name, NodeName: p.Spec.NodeName, Owner: *o,
+				App: p.Meta.Labels["k8s-app"], Status: p.Status}
+			s.locked(func() { s.Pods = append(s.Pods, sp) })
+			return nil
+		}
+		w := &Workload{Object: p.Object, Pod: &p.Status}
+		w.Template.Metadata.Labels = p.Meta.Labels
+		w.Template.Spec = p.Spec
+		s.locked(func() { s.Workloads = append(s.Workloads, w) })
+	case KindDaemonSet, KindDeployment, KindStatefulSet, KindReplicaSet, KindJob, KindCronJob:
+		var r rawWorkload
+		if err := dec(&r); err != nil {
+			return err
+		}
+		fill(&r.Object)
+		if o := r.Meta.Controller(); o != nil && ((k == KindReplicaSet && o.Kind == "Deployment") || (k == KindJob && o.Kind == "CronJob")) {
+			key := string(k) + "/" + r.Meta.Namespace + "/" + r.Meta.Name
+			s.locked(func() { s.Owners[key] = *o })
+			return nil
+		}
+		w := &Workload{Object: r.Object, Status: r.Status}
+		switch {
+		case r.Spec.Template != nil:
+			w.Template = *r.Spec.Template
+		case r.Spec.JobTemplate != nil:
+			w.Template = r.Spec.JobTemplate.Spec.Template
+		}
+		w.Template.Metadata.Annotations = keepIgnore(w.Template.Metadata.Annotations)
+		s.locked(func() { s.Workloads = append(s.Workloads, w) })
+	default:
+		return fmt.Errorf("internal: no decoder for kind %s", k)
+	}
+	return nil
+}
+
+func (s *Snapshot) locked(f func()) {
+	s.mu.Lock()
+	f()
+	s.mu.Unlock()
+}
+
+// keepIgnore drops every annotation but the ignore annotation: annotations
+// (last-applied-configuration above all) are most of an object's size.
+func keepIgnore(a map[string]string) map[string]string {
+	v, ok := a[IgnoreAnnotation]
+	if !ok {
+		return nil
+	}
+	return map[string]string{IgnoreAnnotation: v}
+}
+
+// fieldError makes a json error name the field it failed on.
+func fieldError(err error) error {
+	var te *json.UnmarshalTypeError
+	if ok := asTypeError(err, &te); ok && te.Field != "" {
+		return fmt.Errorf("field %s: cannot use %s as %v", te.Field, te.Value, te.Type)
+	}
+	return err
+}
+
+func asTypeError(err error, te **json.UnmarshalTypeError) bool {
+	t, ok := err.(*json.UnmarshalTypeError)
+	if ok {
+		*te = t
+	}
+	return ok
+}
+
+// Sort puts every list in a stable order (namespace, name; kind for
+// workloads) so reports do not depend on the order objects arrived in.
+func (s *Snapshot) Sort() {
+	byName := func(a, b *Object) bool {
+		if a.Meta.Namespace != b.Meta.Namespace {
+			return a.Meta.Namespace < b.Meta.Namespace
+		}
+		if a.Meta.Name != b.Meta.Name {
+			return a.Meta.Name < b.Meta.Name
+		}
+		return a.Kind < b.Kind
+	}
+	sort.SliceStable(s.Nodes, func(i, j int) bool { return byName(&s.Nodes[i].Object, &s.Nodes[j].Object) })
+	sort.SliceStable(s.Namespaces, func(i, j int) bool { return byName(&s.Namespaces[i].Object, &s.Namespaces[j].Object) })
+	sort.SliceStable(s.Workloads, func(i, j int) bool { return byName(&s.Workloads[i].Object, &s.Workloads[j].Object) })
+	sort.SliceStable(s.Pods, func(i, j int) bool {
+		if s.Pods[i].Namespace != s.Pods[j].Namespace {
+			return s.Pods[i].Namespace < s.Pods[j].Namespace
+		}
+		return s.Pods[i].Name < s.Pods[j].Name
+	})
+	sort.SliceStable(s.RuntimeClasses, func(i, j int) bool {
+		return byName(&s.RuntimeClasses[i].Object, &s.RuntimeClasses[j].Object)
+	})
+	sort.SliceStable(s.CSRs, func(i, j int) bool { return byName(&s.CSRs[i].Object, &s.CSRs[j].Object) })
+	sort.SliceStable(s.TigeraStatuses, func(i, j int) bool {
+		return byName(&s.TigeraStatuses[i].Object, &s.TigeraStatuses[j].Object)
+	})
+	sort.SliceStable(s.IPPools, func(i, j int) bool { return byName(&s.IPPools[i].Object, &s.IPPools[j].Object) })
+}
+
+// dottedHost matches host names of the form name.namespace (optionally
+// followed by .svc), standing alone or after a scheme: the form the Windows
+// DNS client never completes with search suffixes. What follows the match is
+// checked by hostEnds.
+var dottedHost = regexp.MustCompile(`(?:^|[^A-Za-z0-9.\-_@])([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?\.[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?(?:\.svc)?)`)
+
+// hostEnds reports whether rest (what follows a candidate host) ends the
+// host name: nothing, a separator, or a port followed by either.
+func hostEnds(rest string) bool {
+	if rest == "" {
+		return true
+	}
+	if rest[0] == ':' {
+		i := 1
+		for i < len(rest) && i <= 5 && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if i == 1 {
+			return false
+		}
+		rest = rest[i:]
+		if rest == "" {
+			return true
+		}
+	}
+	return strings.ContainsRune("/ \t\r\n\"',;?#)]}", rune(rest[0]))
+}
+
+// DottedHosts returns the candidate dotted short host names in s.
+func DottedHosts(s string) []string {
+	if !strings.Contains(s, ".") {
+		return nil
+	}
+	var out []string
+	for _, m := range dottedHost.FindAllStringSubmatchIndex(s, -1) {
+		if hostEnds(s[m[3]:]) {
+			out = append(out, s[m[2]:m[3]])
+		}
+	}
+	return out
+}
+
+// DottedHostsIn returns the candidate hosts in a ConfigMap's data, by key.
+func DottedHostsIn(data map[string]string) []KeyedString {
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []KeyedString
+	for _, k := range keys {
+		for _, h := range DottedHosts(data[k]) {
+			out = append(out, KeyedString{Key: k, Value: h})
+		}
+	}
+	return out
+}

@@ -1,0 +1,294 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"sort"
+)
+
+// Toleration is a pod toleration.
+type Toleration struct {
+	Key      string `json:"key,omitempty"`
+	Operator string `json:"operator,omitempty"`
+	Value    string `json:"value,omitempty"`
+	Effect   string `json:"effect,omitempty"`
+}
+
+// SelectorRequirement is a node selector requirement.
+type SelectorRequirement struct {
+	Key      string   `json:"key"`
+	Operator string   `json:"operator"`
+	Values   []string `json:"values,omitempty"`
+}
+
+// SelectorTerm is one ORed term of a required node affinity.
+type SelectorTerm struct {
+	MatchExpressions []SelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// Affinity is the node-affinity part of a pod's affinity.
+type Affinity struct {
+	NodeAffinity *struct {
+		Required *struct {
+			NodeSelectorTerms []SelectorTerm `json:"nodeSelectorTerms"`
+		} `json:"requiredDuringSchedulingIgnoredDuringExecution,omitempty"`
+	} `json:"nodeAffinity,omitempty"`
+}
+
+// RequiredTerms returns the required node-affinity terms (ORed).
+func (a *Affinity) RequiredTerms() []SelectorTerm {
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.Required == nil {
+		return nil
+	}
+	return a.NodeAffinity.Required.NodeSelectorTerms
+}
+
+// Fields records which keys of a JSON object were set to a non-null value.
+// The checks need to know that a field is set, not what it holds.
+type Fields map[string]json.RawMessage
+
+// UnmarshalJSON keeps the keys with non-null values.
+func (f *Fields) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	out := Fields{}
+	for k, v := range m {
+		if string(v) != "null" {
+			out[k] = v
+		}
+	}
+	*f = out
+	return nil
+}
+
+// Keys returns the set keys, sorted.
+func (f Fields) Keys() []string {
+	ks := make([]string, 0, len(f))
+	for k := range f {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// HostProcess reports windowsOptions.hostProcess: true in a security context.
+func (f Fields) HostProcess() bool {
+	raw, ok := f["windowsOptions"]
+	if !ok {
+		return false
+	}
+	var w struct {
+		HostProcess *bool `json:"hostProcess"`
+	}
+	if json.Unmarshal(raw, &w) != nil || w.HostProcess == nil {
+		return false
+	}
+	return *w.HostProcess
+}
+
+// EnvVar is a container environment variable.
+type EnvVar struct {
+	Name      string `json:"name"`
+	Value     string `json:"value,omitempty"`
+	ValueFrom *struct {
+		ConfigMapKeyRef *struct {
+			Name string `json:"name"`
+			Key  string `json:"key"`
+		} `json:"configMapKeyRef,omitempty"`
+	} `json:"valueFrom,omitempty"`
+}
+
+// Container is the part of a container the checks read.
+type Container struct {
+	Name    string   `json:"name"`
+	Image   string   `json:"image,omitempty"`
+	Command []string `json:"command,omitempty"`
+	Args    []string `json:"args,omitempty"`
+	Env     []EnvVar `json:"env,omitempty"`
+	EnvFrom []struct {
+		ConfigMapRef *struct {
+			Name string `json:"name"`
+		} `json:"configMapRef,omitempty"`
+	} `json:"envFrom,omitempty"`
+	SecurityContext Fields `json:"securityContext,omitempty"`
+}
+
+// Volume is the part of a volume the checks read: ConfigMap sources.
+type Volume struct {
+	Name      string `json:"name"`
+	ConfigMap *struct {
+		Name string `json:"name"`
+	} `json:"configMap,omitempty"`
+	Projected *struct {
+		Sources []struct {
+			ConfigMap *struct {
+				Name string `json:"name"`
+			} `json:"configMap,omitempty"`
+		} `json:"sources,omitempty"`
+	} `json:"projected,omitempty"`
+}
+
+// PodSpec is the part of a pod spec the checks read.
+type PodSpec struct {
+	NodeName         string            `json:"nodeName,omitempty"`
+	NodeSelector     map[string]string `json:"nodeSelector,omitempty"`
+	Affinity         *Affinity         `json:"affinity,omitempty"`
+	Tolerations      []Toleration      `json:"tolerations,omitempty"`
+	RuntimeClassName *string           `json:"runtimeClassName,omitempty"`
+	OS               *struct {
+		Name string `json:"name"`
+	} `json:"os,omitempty"`
+	SecurityContext       Fields      `json:"securityContext,omitempty"`
+	HostPID               bool        `json:"hostPID,omitempty"`
+	HostIPC               bool        `json:"hostIPC,omitempty"`
+	HostUsers             *bool       `json:"hostUsers,omitempty"`
+	ShareProcessNamespace *bool       `json:"shareProcessNamespace,omitempty"`
+	Containers            []Container `json:"containers,omitempty"`
+	InitContainers        []Container `json:"initContainers,omitempty"`
+	Volumes               []Volume    `json:"volumes,omitempty"`
+}
+
+// OSName returns spec.os.name ("" when unset).
+func (s *PodSpec) OSName() string {
+	if s.OS == nil {
+		return ""
+	}
+	return s.OS.Name
+}
+
+// RuntimeClass returns spec.runtimeClassName ("" when unset).
+func (s *PodSpec) RuntimeClass() string {
+	if s.RuntimeClassName == nil {
+		return ""
+	}
+	return *s.RuntimeClassName
+}
+
+// AllContainers returns init containers followed by containers.
+func (s *PodSpec) AllContainers() []Container {
+	out := make([]Container, 0, len(s.InitContainers)+len(s.Containers))
+	out = append(out, s.InitContainers...)
+	return append(out, s.Containers...)
+}
+
+// HostProcess reports whether the pod runs HostProcess containers (set on
+// the pod or on any container).
+func (s *PodSpec) HostProcess() bool {
+	if s.SecurityContext.HostProcess() {
+		return true
+	}
+	for _, c := range s.AllContainers() {
+		if c.SecurityContext.HostProcess() {
+			return true
+		}
+	}
+	return false
+}
+
+// PodTemplate is a pod template's metadata and spec.
+type PodTemplate struct {
+	Metadata struct {
+		Labels      map[string]string `json:"labels,omitempty"`
+		Annotations map[string]string `json:"annotations,omitempty"`
+	} `json:"metadata"`
+	Spec PodSpec `json:"spec"`
+}
+
+// WorkloadStatus is the status a controller reports (DaemonSets and
+// Deployments; other kinds leave it zero).
+type WorkloadStatus struct {
+	DesiredNumberScheduled int `json:"desiredNumberScheduled,omitempty"`
+	CurrentNumberScheduled int `json:"currentNumberScheduled,omitempty"`
+	NumberReady            int `json:"numberReady,omitempty"`
+	NumberAvailable        int `json:"numberAvailable,omitempty"`
+	NumberMisscheduled     int `json:"numberMisscheduled,omitempty"`
+	Replicas               int `json:"replicas,omitempty"`
+	ReadyReplicas          int `json:"readyReplicas,omitempty"`
+}
+
+// Workload is any object with a pod template: DaemonSet, Deployment,
+// StatefulSet, ReplicaSet, Job, CronJob, or a bare Pod (its own spec is the
+// template). Pods owned by a controller are not workloads; they are kept
+// as slim Pods.
+type Workload struct {
+	Object
+	Template PodTemplate
+	Status   WorkloadStatus
+	// Pod is the pod's own status when Kind is Pod.
+	Pod *PodStatus
+}
+
+// PodStatus is the part of a pod's status the checks read.
+type PodStatus struct {
+	Phase             string `json:"phase,omitempty"`
+	ContainerStatuses []struct {
+		Name  string `json:"name"`
+		Ready bool   `json:"ready"`
+		State struct {
+			Waiting *struct {
+				Reason  string `json:"reason,omitempty"`
+				Message string `json:"message,omitempty"`
+			} `json:"waiting,omitempty"`
+		} `json:"state"`
+	} `json:"containerStatuses,omitempty"`
+}
+
+// WaitingReason returns the first waiting reason among containers.
+func (p *PodStatus) WaitingReason() string {
+	if p == nil {
+		return ""
+	}
+	for _, c := range p.ContainerStatuses {
+		if c.State.Waiting != nil && c.State.Waiting.Reason != "" {
+			return c.State.Waiting.Reason
+		}
+	}
+	return ""
+}
+
+// Ready reports whether every container is ready.
+func (p *PodStatus) Ready() bool {
+	if p == nil || len(p.ContainerStatuses) == 0 {
+		return false
+	}
+	for _, c := range p.ContainerStatuses {
+		if !c.Ready {
+			return false
+		}
+	}
+	return true
+}
+
+// Pod is a pod owned by a controller, kept slim: where it runs, who owns
+// it, and how it is doing. Its template is its controller's.
+type Pod struct {
+	Namespace, Name string
+	NodeName        string
+	Owner           OwnerRef
+	// App is the pod's k8s-app label (to find CoreDNS and Calico pods).
+	App    string
+	Status PodStatus
+}
+
+// rawWorkload decodes every kind of workload; the template sits at a
+// different path in each.
+type rawWorkload struct {
+	Object
+	Spec struct {
+		Template    *PodTemplate `json:"template,omitempty"`
+		JobTemplate *struct {
+			Spec struct {
+				Template PodTemplate `json:"template"`
+			} `json:"spec"`
+		} `json:"jobTemplate,omitempty"`
+	} `json:"spec"`
+	Status WorkloadStatus `json:"status"`
+}
+
+// rawPod decodes a Pod.
+type rawPod struct {
+	Object
+	Spec   PodSpec   `json:"spec"`
+	Status PodStatus `json:"status"`
+}
