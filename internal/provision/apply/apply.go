@@ -99,7 +99,6 @@ func (p *pending) DryRun(context.Context, provision.Host) ([]string, error) {
 func Phases(d Deps) []provision.Phase {
 	runner := func(ctx context.Context, host string) (preflight.Runner, error) { return d.Connect(ctx, host) }
 	list := preflight.Phases(runner, d.Hosts, d.Expect, d.IgnorePreflight)
-	const api = "the Kubernetes API client"
 	calicoTimeout := d.CalicoTimeout
 	if calicoTimeout <= 0 {
 		calicoTimeout = 15 * time.Minute
@@ -116,10 +115,6 @@ func Phases(d Deps) []provision.Phase {
 		return &approveCSRsPhase{title: title, after: after, nodes: nodes, hosts: d.Hosts, inventory: d.Inventory,
 			restConfig: d.RESTConfig, timeout: csrTimeout, poll: 2 * time.Second}
 	}
-	p := func(title, needs string, on func([]provision.Host) []provision.Host, after []string, outline ...string) provision.Phase {
-		return &pending{title: title, needs: needs, on: on, after: after, outline: outline}
-	}
-	cluster := provision.ClusterWide
 	return append(list,
 		&linuxPreparePhase{files: d.Files, connect: d.hostConn},
 		&windowsPreparePhase{files: d.Files, connect: d.hostConn, rebootTimeout: rebootTimeout},
@@ -139,6 +134,6 @@ func Phases(d Deps) []provision.Phase {
 			paths: d.Files.under("cluster/windows/runtimeclass-"), files: d.Files, restConfig: d.RESTConfig},
 		&manifestPhase{title: "check-workloads", desc: "the guide's check workloads: hello on the Linux workers, aspnetapp on Windows through its RuntimeClass (doctor then checks they run)",
 			paths: d.Files.under("workloads/"), files: d.Files, restConfig: d.RESTConfig},
-		p("doctor", api, cluster, nil, "hybridctl doctor against the new cluster; its summary ends the output"),
+		&doctorPhase{restConfig: d.RESTConfig},
 	)
 }
