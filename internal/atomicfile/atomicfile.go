@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 )
 
 // ErrExists is returned by Write with NoClobber when the target exists.
@@ -20,6 +21,10 @@ type Options struct {
 	// NoClobber refuses to replace an existing file (the check and the
 	// write are one atomic step: a hard link of the finished temp file).
 	NoClobber bool
+	// BeforeRename, when set, runs after the temporary file is complete and
+	// before it replaces path (tests inject failures here); an error
+	// aborts the write and leaves path untouched.
+	BeforeRename func(tmp string) error
 }
 
 // Write writes data to path with permission perm (the temp file is created
@@ -54,6 +59,11 @@ func Write(ctx context.Context, path string, data []byte, perm fs.FileMode, opts
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
+	if opts.BeforeRename != nil {
+		if err := opts.BeforeRename(tmpName); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+	}
 	if opts.NoClobber {
 		if err := os.Link(tmpName, path); err != nil {
 			if errors.Is(err, fs.ErrExist) {
@@ -68,8 +78,13 @@ func Write(ctx context.Context, path string, data []byte, perm fs.FileMode, opts
 	return SyncDir(dir)
 }
 
-// SyncDir fsyncs a directory so that a rename in it is durable.
+// SyncDir fsyncs a directory so that a rename in it is durable. On Windows
+// it does nothing: there is no directory fsync, and os.Rename's
+// MoveFileEx(MOVEFILE_REPLACE_EXISTING) is what makes the replace atomic.
 func SyncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("syncing directory %s: %w", dir, err)

@@ -22,7 +22,3 @@ func unlock(f *os.File) error {
 	var ol windows.Overlapped
 	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, &ol)
 }
-
-// syncDir is a no-op: Windows has no directory fsync; MoveFileEx with
-// MOVEFILE_REPLACE_EXISTING (os.Rename) is what makes the replace atomic.
-func syncDir(string) error { return nil }

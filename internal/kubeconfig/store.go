@@ -13,6 +13,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	api "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/hybridctl/hybridctl/internal/atomicfile"
 )
 
 // DefaultBackups is how many timestamped backups of a kubeconfig hybridctl
@@ -291,51 +293,13 @@ func (s *Store) prune() error {
 	return errors.Join(errs...)
 }
 
-// writeFileAtomic replaces path with data: a 0600 temporary file in the same
-// directory, written, fsynced and closed, renamed over path, and the
-// directory fsynced. On any error before the rename, path is untouched and
-// the temporary file is removed.
-func writeFileAtomic(ctx context.Context, path string, data []byte, beforeRename func(string) error) (err error) {
-	if err := ctx.Err(); err != nil {
+// writeFileAtomic replaces path with data through internal/atomicfile: a
+// 0600 temporary file in the same directory, written, fsynced and closed,
+// renamed over path, and the directory fsynced. On any error before the
+// rename, path is untouched and the temporary file is removed.
+func writeFileAtomic(ctx context.Context, path string, data []byte, beforeRename func(string) error) error {
+	if err := atomicfile.Write(ctx, path, data, 0o600, atomicfile.Options{BeforeRename: beforeRename}); err != nil {
 		return newErr(KindIO, "writing "+path, err)
-	}
-	dir, base := filepath.Split(path)
-	dir = filepath.Clean(dir)
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return newErr(KindIO, "writing "+path, err)
-	}
-	tmpName := tmp.Name()
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmpName)
-		}
-	}()
-	// CreateTemp makes the file 0600; say so explicitly in case of an odd umask
-	// or platform default.
-	if err = tmp.Chmod(0o600); err != nil {
-		return newErr(KindIO, "writing "+path, err)
-	}
-	if _, err = tmp.Write(data); err != nil {
-		return newErr(KindIO, "writing "+path, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return newErr(KindIO, "syncing "+path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return newErr(KindIO, "writing "+path, err)
-	}
-	if beforeRename != nil {
-		if err = beforeRename(tmpName); err != nil {
-			return newErr(KindIO, "writing "+path, err)
-		}
-	}
-	if err = os.Rename(tmpName, path); err != nil {
-		return newErr(KindIO, "replacing "+path, err)
-	}
-	if err := syncDir(dir); err != nil {
-		return newErr(KindIO, "syncing directory "+dir, err)
 	}
 	return nil
 }

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package sshtest runs a real SSH server on loopback for tests, built with
 // golang.org/x/crypto/ssh: public-key auth, exec requests run with /bin/sh,
 // exit-status, signals and closed channels kill the process group. Its PATH
