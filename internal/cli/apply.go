@@ -274,6 +274,8 @@ type resetFlags struct {
 	nodes         []string
 	yes           bool
 	rebootTimeout time.Duration
+	drainTimeout  time.Duration
+	kubeconfig    string
 }
 
 func newResetCmd(s Streams) *cobra.Command {
@@ -291,13 +293,15 @@ It is destructive: pass --yes (or --dry-run to see what it would do). After
 a complete reset the nodes' records in apply's state file are dropped, so
 apply starts over on them.
 
-STATUS: the host side is implemented; drain and delete-node (API side) are
-not yet, so skip them explicitly: --skip-phases drain,delete-node.`,
+drain and delete-node use the cluster's context (named after the cluster,
+as apply imported it) in --kubeconfig; drain follows kubectl drain
+--ignore-daemonsets --delete-emptydir-data, and is skipped when every node
+is reset (pods would have nowhere to go).`,
 		Example: `  # what would happen to the Windows node
   hybridctl reset -f cluster.yaml --node k8s-lab-win-1 --dry-run
 
-  # reinstall the Windows node (drain/delete by hand with kubectl for now)
-  hybridctl reset -f cluster.yaml --node k8s-lab-win-1 --skip-phases drain,delete-node --yes`,
+  # reinstall the Windows node: drain, delete, kubeadm reset, HNS networks, reboot
+  hybridctl reset -f cluster.yaml --node k8s-lab-win-1 --yes`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReset(cmd, s, f) },
 	}
@@ -305,6 +309,8 @@ not yet, so skip them explicitly: --skip-phases drain,delete-node.`,
 	cmd.Flags().StringSliceVar(&f.nodes, "node", nil, "reset only these nodes (default: all)")
 	cmd.Flags().BoolVar(&f.yes, "yes", false, "confirm: the nodes are taken apart")
 	cmd.Flags().DurationVar(&f.rebootTimeout, "reboot-timeout", 15*time.Minute, "how long a Windows node may take to come back")
+	cmd.Flags().DurationVar(&f.drainTimeout, "drain-timeout", 5*time.Minute, "how long draining one node may take")
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig holding the cluster's context (default $KUBECONFIG or ~/.kube/config)")
 	return cmd
 }
 
@@ -318,7 +324,13 @@ func runReset(cmd *cobra.Command, s Streams, f *resetFlags) error {
 		return err
 	}
 	defer func() { _ = sess.pool.Close() }()
-	phases := apply.ResetPhases(apply.Deps{Hosts: sess.hosts, Connect: sess.pool.Get}, f.rebootTimeout)
+	kc, err := kubeconfig.TargetPath(f.kubeconfig, os.Getenv("KUBECONFIG"))
+	if err != nil {
+		return Usage(err)
+	}
+	target := &apply.KubeconfigTarget{Store: &kubeconfig.Store{Path: kc}, Name: sess.plan.Cluster}
+	phases := apply.ResetPhases(apply.Deps{Hosts: sess.hosts, Connect: sess.pool.Get, ResetNodes: f.nodes,
+		RESTConfig: apply.RESTConfigFrom(target), DrainTimeout: f.drainTimeout}, f.rebootTimeout)
 	var hosts []string
 	if len(f.nodes) > 0 {
 		hosts = append([]string{provision.ClusterHostName}, f.nodes...)

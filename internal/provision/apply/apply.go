@@ -12,7 +12,6 @@ package apply
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -55,6 +54,10 @@ type Deps struct {
 	Inventory csr.Inventory
 	// CSRTimeout bounds the wait for the kubelet-serving CSRs (default 10m).
 	CSRTimeout time.Duration
+	// ResetNodes are the nodes reset takes apart (empty: all).
+	ResetNodes []string
+	// DrainTimeout bounds draining one node in reset (default 5m).
+	DrainTimeout time.Duration
 }
 
 // cleanupTimeout bounds removing a secret file after its use.
@@ -66,30 +69,6 @@ func (d Deps) hostConn(ctx context.Context, host string) (hostConn, error) {
 		return nil, err
 	}
 	return c, nil
-}
-
-// pending is a phase of the list that is not implemented yet: it has its
-// place, targets, gates and an outline, and fails when run.
-type pending struct {
-	title, needs string
-	on           func([]provision.Host) []provision.Host
-	after        []string
-	outline      []string
-}
-
-func (p *pending) Title() string                               { return p.title }
-func (p *pending) Targets(h []provision.Host) []provision.Host { return p.on(h) }
-func (p *pending) Waits() []string                             { return p.after }
-func (p *pending) Description() string                         { return p.outline[0] }
-func (p *pending) Run(context.Context, provision.Host) error {
-	return fmt.Errorf("%w: phase %s needs %s", provision.ErrNotImplemented, p.title, p.needs)
-}
-
-// DryRun outlines the step. The exact commands and files come with the
-// implementation (from internal/render); until then the outline says so.
-func (p *pending) DryRun(context.Context, provision.Host) ([]string, error) {
-	out := append([]string(nil), p.outline...)
-	return append(out, "(outline only: not implemented yet, needs "+p.needs+")"), nil
 }
 
 // Phases returns the apply procedure in order. Gates: the Linux workers

@@ -134,17 +134,20 @@ func TestProcedureShape(t *testing.T) {
 	}
 }
 
-func TestPendingPhasesFailLoudly(t *testing.T) {
-	phases := ResetPhases(labDeps(t), time.Minute)
+// API phases without API access fail loudly, naming what is missing.
+func TestAPIPhasesWithoutAccessFailLoudly(t *testing.T) {
+	d := labDeps(t)
+	d.ResetNodes = []string{"k8s-lab-win-1"}
+	phases := ResetPhases(d, time.Minute)
 	e, err := provision.New(phases, labHosts(), provision.Options{Only: []string{"drain"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = e.Run(context.Background())
 	if !errors.Is(err, provision.ErrNotImplemented) || len(provision.PhaseErrors(err)) != 1 {
-		t.Fatalf("want one not-implemented error, got %v", err)
+		t.Fatalf("want one error, got %v", err)
 	}
-	if !strings.Contains(err.Error(), "needs the API client") {
+	if !strings.Contains(err.Error(), "has no API access") {
 		t.Errorf("the error must say what is missing: %v", err)
 	}
 }

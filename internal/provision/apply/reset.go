@@ -29,12 +29,14 @@ const (
 // the control plane last. Limit it to one node with Options.Hosts (plus
 // provision.ClusterHostName for the API side).
 func ResetPhases(d Deps, rebootTimeout time.Duration) []provision.Phase {
-	const api = "the API client"
+	nodes := resetNodes(d)
+	drainTimeout := d.DrainTimeout
+	if drainTimeout <= 0 {
+		drainTimeout = 5 * time.Minute
+	}
 	return []provision.Phase{
-		&pending{title: "drain", needs: api, on: provision.ClusterWide,
-			outline: []string{"kubectl drain NODE --ignore-daemonsets --delete-emptydir-data for each node being reset"}},
-		&pending{title: "delete-node", needs: api, on: provision.ClusterWide,
-			outline: []string{"kubectl delete node NODE for each node being reset"}},
+		&drainPhase{nodes: nodes, all: len(nodes) == len(d.Hosts), restConfig: d.RESTConfig, timeout: drainTimeout, gracePeriod: -1},
+		&deleteNodePhase{nodes: nodes, restConfig: d.RESTConfig},
 		&hostReset{title: "reset-workers", d: d, on: func(h []provision.Host) []provision.Host {
 			return append(provision.LinuxWorkers(h), provision.WindowsNodes(h)...)
 		}, after: []string{"delete-node"}, rebootTimeout: rebootTimeout},

@@ -1,0 +1,156 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/hybridctl/hybridctl/internal/provision"
+)
+
+// resetNodes are the nodes a reset takes apart: the ones named, or all.
+func resetNodes(d Deps) []string {
+	if len(d.ResetNodes) > 0 {
+		return d.ResetNodes
+	}
+	var out []string
+	for _, h := range d.Hosts {
+		out = append(out, h.Name)
+	}
+	return out
+}
+
+// drainPhase cordons and drains the nodes being reset, as the guide does
+// with kubectl drain NODE --ignore-daemonsets --delete-emptydir-data, with
+// kubectl's own drain library (evictions respect PodDisruptionBudgets).
+// Resetting every node drains nothing: there is nowhere to move pods to.
+type drainPhase struct {
+	nodes      []string
+	all        bool
+	restConfig func(ctx context.Context) (*rest.Config, error)
+	timeout    time.Duration
+	// gracePeriod overrides the pods' termination grace period; -1 keeps
+	// each pod's own (kubectl's default).
+	gracePeriod int
+}
+
+func (p *drainPhase) Title() string { return "drain" }
+func (p *drainPhase) Description() string {
+	return "kubectl drain NODE --ignore-daemonsets --delete-emptydir-data for each node being reset"
+}
+func (p *drainPhase) Targets([]provision.Host) []provision.Host {
+	return []provision.Host{provision.ClusterHost()}
+}
+
+func (p *drainPhase) DryRun(context.Context, provision.Host) ([]string, error) {
+	if p.all {
+		return []string{"nothing to drain: every node is reset (pods have nowhere to go)"}, nil
+	}
+	var out []string
+	for _, n := range p.nodes {
+		out = append(out, fmt.Sprintf("kubectl drain %s --ignore-daemonsets --delete-emptydir-data --timeout %s (cordon, then evict its pods)", n, p.timeout))
+	}
+	return out, nil
+}
+
+func (p *drainPhase) Run(ctx context.Context, _ provision.Host) error {
+	if p.all {
+		provision.Warn(ctx, "every node is reset: nothing drained")
+		return nil
+	}
+	client, err := clientFor(ctx, p.restConfig, "drain")
+	if err != nil {
+		return err
+	}
+	for _, node := range p.nodes {
+		n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			provision.Warn(ctx, "node %s is not in the cluster: nothing to drain", node)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("drain %s: %w", node, err)
+		}
+		var out strings.Builder
+		h := &drain.Helper{
+			Ctx: ctx, Client: client, Force: false, IgnoreAllDaemonSets: true, DeleteEmptyDirData: true,
+			GracePeriodSeconds: p.gracePeriod, Timeout: p.timeout, Out: io.Discard, ErrOut: &out,
+		}
+		if err := drain.RunCordonOrUncordon(h, n, true); err != nil {
+			return fmt.Errorf("cordon %s: %w", node, err)
+		}
+		if err := drain.RunNodeDrain(h, node); err != nil {
+			return fmt.Errorf("drain %s: %w%s", node, err, indent(out.String()))
+		}
+	}
+	return nil
+}
+
+func indent(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	return "\n  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
+
+// deleteNodePhase deletes the Node objects of the nodes being reset
+// (kubectl delete node NODE); a node already gone is fine.
+type deleteNodePhase struct {
+	nodes      []string
+	restConfig func(ctx context.Context) (*rest.Config, error)
+}
+
+func (p *deleteNodePhase) Title() string   { return "delete-node" }
+func (p *deleteNodePhase) Waits() []string { return []string{"drain"} }
+func (p *deleteNodePhase) Description() string {
+	return "kubectl delete node NODE for each node being reset"
+}
+func (p *deleteNodePhase) Targets([]provision.Host) []provision.Host {
+	return []provision.Host{provision.ClusterHost()}
+}
+
+func (p *deleteNodePhase) DryRun(context.Context, provision.Host) ([]string, error) {
+	var out []string
+	for _, n := range p.nodes {
+		out = append(out, "kubectl delete node "+n)
+	}
+	return out, nil
+}
+
+func (p *deleteNodePhase) Run(ctx context.Context, _ provision.Host) error {
+	client, err := clientFor(ctx, p.restConfig, "delete-node")
+	if err != nil {
+		return err
+	}
+	for _, node := range p.nodes {
+		err := client.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting node %s: %w", node, err)
+		}
+	}
+	return nil
+}
+
+func clientFor(ctx context.Context, restConfig func(ctx context.Context) (*rest.Config, error), phase string) (kubernetes.Interface, error) {
+	if restConfig == nil {
+		return nil, fmt.Errorf("%w: phase %s has no API access", provision.ErrNotImplemented, phase)
+	}
+	cfg, err := restConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", phase, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,107 @@
+package apply
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/testenv"
+)
+
+func pod(name, ns, node string, owner *metav1.OwnerReference) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10.2"}},
+			Volumes: []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}},
+	}
+	if owner != nil {
+		p.OwnerReferences = []metav1.OwnerReference{*owner}
+	}
+	return p
+}
+
+// reset's API side against the real API server, with kubectl's drain
+// library: the node is cordoned, a controller's pod (with emptyDir data) is
+// evicted, a DaemonSet's pod stays; a bare pod stops the drain, named; the
+// Node is then deleted, and deleting it again is fine.
+func TestDrainAndDeleteNode(t *testing.T) {
+	env := testenv.Get(t)
+	admin := kubernetes.NewForConfigOrDie(env.AdminConfig())
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "drain", nil)
+	for _, n := range []string{"drain-a", "drain-b"} {
+		registerNode(t, admin, n, map[string]string{"drain-a": "192.0.2.31", "drain-b": "192.0.2.32"}[n])
+	}
+	rs, err := admin.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10.2"}}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := admin.AppsV1().DaemonSets(ns).Create(ctx, &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent"},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "agent"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10.2"}}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	byRS := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &yes}
+	byDS := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: &yes}
+	for _, p := range []*corev1.Pod{pod("web-1", ns, "drain-a", byRS), pod("agent-a", ns, "drain-a", byDS), pod("web-2", ns, "drain-b", byRS), pod("bare", ns, "drain-b", nil)} {
+		if _, err := admin.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := func(context.Context) (*rest.Config, error) { return env.AdminConfig(), nil }
+	// Grace period 0: no kubelet here finishes a graceful termination.
+	drainA := &drainPhase{nodes: []string{"drain-a"}, restConfig: cfg, timeout: 30 * time.Second, gracePeriod: 0}
+	if err := drainA.Run(ctx, provision.ClusterHost()); err != nil {
+		t.Fatalf("drain drain-a: %v", err)
+	}
+	n, err := admin.CoreV1().Nodes().Get(ctx, "drain-a", metav1.GetOptions{})
+	if err != nil || !n.Spec.Unschedulable {
+		t.Fatalf("drain-a not cordoned (err %v)", err)
+	}
+	if _, err := admin.CoreV1().Pods(ns).Get(ctx, "web-1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("web-1 still there after the drain (err %v)", err)
+	}
+	if _, err := admin.CoreV1().Pods(ns).Get(ctx, "agent-a", metav1.GetOptions{}); err != nil {
+		t.Errorf("the DaemonSet's pod was evicted: %v", err)
+	}
+
+	drainB := &drainPhase{nodes: []string{"drain-b"}, restConfig: cfg, timeout: 30 * time.Second, gracePeriod: 0}
+	err = drainB.Run(ctx, provision.ClusterHost())
+	if err == nil || !strings.Contains(err.Error(), "bare") {
+		t.Fatalf("drain of a node with a bare pod: %v; want an error naming the pod", err)
+	}
+
+	del := &deleteNodePhase{nodes: []string{"drain-a", "drain-gone"}, restConfig: cfg}
+	for range 2 {
+		if err := del.Run(ctx, provision.ClusterHost()); err != nil {
+			t.Fatalf("delete-node: %v", err)
+		}
+	}
+	if _, err := admin.CoreV1().Nodes().Get(ctx, "drain-a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("drain-a still there (err %v)", err)
+	}
+
+	all := &drainPhase{nodes: []string{"drain-b"}, all: true, restConfig: cfg, timeout: time.Second}
+	if err := all.Run(ctx, provision.ClusterHost()); err != nil {
+		t.Errorf("draining when every node is reset must do nothing: %v", err)
+	}
+}
