@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/hybridctl/hybridctl/internal/kubeconfig"
 	"github.com/hybridctl/hybridctl/internal/plan"
@@ -122,7 +123,18 @@ func (sess *session) reporterFor(f *provisionFlags, out io.Writer, phases []prov
 	}
 	r := provision.NewTextReporter(out, phases, sess.hosts)
 	r.Verb = verb
+	if isTerminal(out) && os.Getenv("TERM") != "dumb" {
+		// A live view: running steps with their elapsed time below the
+		// progress lines. Logs and pipes get the plain lines.
+		return provision.NewLiveReporter(out, r)
+	}
 	return r
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func fileExists(p string) bool {
