@@ -23,7 +23,7 @@ fi
 
 if command -v shellcheck >/dev/null 2>&1; then
 	echo "== shellcheck"
-	shellcheck .ci/run hack/test.sh hack/install-deps.sh hack/testenv/testenv
+	shellcheck .ci/run hack/test.sh hack/install-deps.sh hack/testenv/testenv bench/*.sh
 fi
 
 echo "== go vet"
