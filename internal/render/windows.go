@@ -68,6 +68,10 @@ func kubeProxyWindows(p *plan.Plan) ([]byte, error) {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
+					// Not in sig-windows-tools' manifest: the guide's rule "os.name is
+					// worth setting always" (the API then checks Windows rules, and
+					// hybridctl doctor's HC103 has nothing to say).
+					OS:                 &corev1.PodOS{Name: corev1.Windows},
 					ServiceAccountName: "kube-proxy",
 					SecurityContext: &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{
 						HostProcess: &hostProcess, RunAsUserName: &system,

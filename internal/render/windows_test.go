@@ -25,6 +25,8 @@ func TestKubeProxyWindows(t *testing.T) {
 		"spec.selector.matchLabels.k8s-app":     "kube-proxy-windows",
 		"spec.template.metadata.labels.k8s-app": "kube-proxy-windows",
 		"spec.template.spec.serviceAccountName": "kube-proxy",
+		// Added to upstream's manifest (the guide: set os.name always).
+		"spec.template.spec.os.name":                                          "windows",
 		"spec.template.spec.securityContext.windowsOptions.hostProcess":       true,
 		"spec.template.spec.securityContext.windowsOptions.runAsUserName":     `NT AUTHORITY\system`,
 		"spec.template.spec.hostNetwork":                                      true,
