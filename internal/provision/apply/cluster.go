@@ -7,7 +7,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/hybridctl/hybridctl/internal/plan"
@@ -34,14 +33,7 @@ func (p *corednsRestartPhase) DryRun(context.Context, provision.Host) ([]string,
 }
 
 func (p *corednsRestartPhase) Run(ctx context.Context, _ provision.Host) error {
-	if p.restConfig == nil {
-		return fmt.Errorf("%w: phase coredns-restart has no API access", provision.ErrNotImplemented)
-	}
-	cfg, err := p.restConfig(ctx)
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := clientFor(ctx, p.restConfig, "coredns-restart")
 	if err != nil {
 		return err
 	}

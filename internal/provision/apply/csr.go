@@ -75,16 +75,9 @@ func (p *approveCSRsPhase) DryRun(context.Context, provision.Host) ([]string, er
 }
 
 func (p *approveCSRsPhase) Run(ctx context.Context, _ provision.Host) error {
-	if p.restConfig == nil {
-		return fmt.Errorf("%w: phase %s has no API access", provision.ErrNotImplemented, p.title)
-	}
-	cfg, err := p.restConfig(ctx)
+	client, err := clientFor(ctx, p.restConfig, p.title)
 	if err != nil {
 		return err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("%s: %w", p.title, err)
 	}
 	want := map[string]bool{}
 	for _, n := range p.names() {
