@@ -49,8 +49,17 @@ mode.
 
 Start from one declarative spec:
 
-  hybridctl init -o cluster.yaml     # a commented example (the guide's lab)
-  hybridctl plan -f cluster.yaml     # validate; address plan, ports, diagram
+  hybridctl init -o cluster.yaml           # a commented example (the guide's lab)
+  hybridctl plan -f cluster.yaml           # validate; address plan, ports, diagram
+  hybridctl render -f cluster.yaml -o out  # every file the guide writes by hand, and a runbook
+  hybridctl apply -f cluster.yaml          # provision the nodes over SSH, phase by phase
+
+Keep any hybrid cluster healthy, built by hybridctl or not:
+
+  hybridctl doctor                         # audit a live cluster (read-only)
+  helm template ... | hybridctl lint -     # the same checks on manifests
+  hybridctl csr approve                    # kubelet serving certificates, verified
+  hybridctl kubeconfig import admin.conf --name lab   # without the merge trap
 
 Exit codes: 0 success; 1 the thing checked is wrong (invalid spec, findings,
 failed phase); 2 usage error; 3 could not complete (I/O, unreachable API).`,
