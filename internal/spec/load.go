@@ -52,9 +52,9 @@ func Load(ctx context.Context, path string) (*Cluster, error) {
 	return r.Cluster, nil
 }
 
-// LoadFile reads a spec from path ("-" reads standard input is not
-// supported here; use Parse) and returns the result with all diagnostics.
-// The error is non-nil only when the file cannot be read.
+// LoadFile reads a spec from the file at path and returns the result with
+// all diagnostics (for standard input, read it and call Parse). The error is
+// non-nil only when the file cannot be read.
 func LoadFile(ctx context.Context, path string) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -132,22 +132,30 @@ func Parse(file string, data []byte) *Result {
 	return r
 }
 
-// dedupe drops validation diagnostics on a path that already has a
-// structural error (the field could not be read, so rules on it would only
-// repeat the problem).
+// dedupe drops validation diagnostics on a path that has a structural error,
+// or below it (the field could not be read, so rules on it or on what it
+// should have held would only repeat the problem).
 func dedupe(ds Diagnostics) Diagnostics {
-	broken := map[string]bool{}
+	var broken []string
 	for _, d := range ds {
 		if d.Rule == ruleStructure.ID && d.Path != "" {
-			broken[d.Path] = true
+			broken = append(broken, d.Path)
 		}
 	}
 	if len(broken) == 0 {
 		return ds
 	}
+	under := func(path string) bool {
+		for _, b := range broken {
+			if path == b || strings.HasPrefix(path, b+".") || strings.HasPrefix(path, b+"[") {
+				return true
+			}
+		}
+		return false
+	}
 	out := ds[:0]
 	for _, d := range ds {
-		if d.Rule != ruleStructure.ID && broken[d.Path] {
+		if d.Rule != ruleStructure.ID && under(d.Path) {
 			continue
 		}
 		out = append(out, d)

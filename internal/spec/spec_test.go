@@ -283,3 +283,18 @@ func TestDocsListEveryRule(t *testing.T) {
 		}
 	}
 }
+
+// A field that cannot be read is reported once: the rules about what it
+// should have held say nothing more.
+func TestBrokenFieldIsReportedOnce(t *testing.T) {
+	src := strings.Replace(mustRead(t, "testdata/base.yaml"), "  network:\n", "  network: flat\n  x-network:\n", 1)
+	r := Parse("x.yaml", []byte(src))
+	var got []string
+	for _, d := range r.Diagnostics {
+		got = append(got, d.Rule+" "+d.Path)
+	}
+	want := []string{"S001 spec.network", "S001 spec.x-network"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("diagnostics:\n%s\nwant exactly:\n%s\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), diagText(r.Diagnostics))
+	}
+}
