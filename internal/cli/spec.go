@@ -47,8 +47,11 @@ func (f *specFlags) load(ctx context.Context, in io.Reader, errOut io.Writer) (*
 		for _, d := range r.Diagnostics {
 			fmt.Fprintln(errOut, d.String())
 		}
-		n := len(r.Diagnostics.Errors())
-		fmt.Fprintf(errOut, "%s: %d error%s; the spec is invalid\n", r.File, n, map[bool]string{true: "", false: "s"}[n == 1])
+		if n := len(r.Diagnostics.Errors()); n == 1 {
+			fmt.Fprintf(errOut, "%s: 1 error; the spec is invalid\n", r.File)
+		} else {
+			fmt.Fprintf(errOut, "%s: %d errors; the spec is invalid\n", r.File, n)
+		}
 		return nil, &ExitError{Code: ExitProblem, Err: r.Err(), Silent: true}
 	}
 	return r, nil

@@ -43,7 +43,7 @@ func TestCalicoPhases(t *testing.T) {
 	env := testenv.Get(t)
 	shared, err := testenv.SharedDir()
 	if err != nil {
-		t.Skipf("shared Calico manifests: %v", err)
+		t.Fatalf("shared Calico manifests (CI has shared/ beside the clone): %v", err)
 	}
 	p := labPlan(t)
 	d := labDeps(t)

@@ -43,13 +43,16 @@ type OpenSSH struct {
 	logPath string
 }
 
-// StartOpenSSH starts sshd for the current user, trusting authorized. It
-// skips the test when sshd is not installed (CI installs openssh-server)
-// or cannot run here.
+// StartOpenSSH starts sshd for the current user, trusting authorized.
+// Without sshd installed the test fails (CI installs openssh-server), or is
+// skipped under -short.
 func StartOpenSSH(t *testing.T, authorized ...ssh.PublicKey) *OpenSSH {
 	t.Helper()
 	if _, err := os.Stat(SSHDPath); err != nil {
-		t.Skipf("%s not installed (apt-get install openssh-server)", SSHDPath)
+		if testing.Short() {
+			t.Skipf("%s not installed; skipped under -short", SSHDPath)
+		}
+		t.Fatalf("%s not installed (apt-get install openssh-server, or hack/install-deps.sh)", SSHDPath)
 	}
 	u, err := user.Current()
 	if err != nil {
@@ -122,7 +125,7 @@ LogLevel ERROR
 		t.Fatal(err)
 	}
 	if out, err := exec.Command(SSHDPath, "-t", "-f", cfgPath).CombinedOutput(); err != nil {
-		t.Skipf("sshd refuses the test configuration: %v\n%s", err, out)
+		t.Fatalf("sshd refuses the test configuration: %v\n%s", err, out)
 	}
 	o := &OpenSSH{t: t, Addr: addr, User: u.Username, HostKey: signer, Dir: dir, config: cfgPath, logPath: filepath.Join(dir, "sshd.log")}
 	o.Restart()
