@@ -205,6 +205,7 @@ replace (
 	k8s.io/controller-manager => k8s.io/controller-manager v0.37.2
 	k8s.io/cri-api => k8s.io/cri-api v0.37.2
 	k8s.io/cri-client => k8s.io/cri-client v0.37.2
+	k8s.io/cri-streaming => k8s.io/cri-streaming v0.37.2
 	k8s.io/csi-translation-lib => k8s.io/csi-translation-lib v0.37.2
 	k8s.io/dynamic-resource-allocation => k8s.io/dynamic-resource-allocation v0.37.2
 	k8s.io/endpointslice => k8s.io/endpointslice v0.37.2
@@ -222,4 +223,5 @@ replace (
 	k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.37.2
 	k8s.io/sample-cli-plugin => k8s.io/sample-cli-plugin v0.37.2
 	k8s.io/sample-controller => k8s.io/sample-controller v0.37.2
+	k8s.io/streaming => k8s.io/streaming v0.37.2
 )

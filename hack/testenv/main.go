@@ -42,6 +42,8 @@ var binaries = []struct {
 	{"kubectl", "k8s.io/kubernetes/cmd/kubectl", true, "for hack/testenv/testenv run -- kubectl ..., version-matched"},
 	{"kube-controller-manager", "k8s.io/kubernetes/cmd/kube-controller-manager", false, "controllers, on request"},
 	{"kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler", false, "scheduling, on request"},
+	{"kubelet", "k8s.io/kubernetes/cmd/kubelet", false, "the lab's nodes (hack/lab)"},
+	{"kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy", false, "the lab's kube-proxy image (hack/lab)"},
 }
 
 func main() {
@@ -65,9 +67,12 @@ type usageError struct{ msg string }
 func (u usageError) Error() string { return u.msg }
 
 const usageText = `usage:
-  testenv build [--all] [NAME...]   build (or reuse from the cache) kube-apiserver, kubeadm and kubectl,
-                                    --all: also kube-controller-manager and kube-scheduler
-  testenv path NAME                 print the path of a built binary
+  testenv build [--all] [--static] [NAME...]
+                                    build (or reuse from the cache) kube-apiserver, kubeadm and kubectl,
+                                    --all: also kube-controller-manager, kube-scheduler, kubelet and kube-proxy;
+                                    --static: with CGO_ENABLED=0, into the cache's static/ directory
+                                    (the lab's nodes and images, hack/lab)
+  testenv path [--static] NAME      print the path of a built binary
   testenv run [--calico] [--load DIR]... -- CMD ARGS...
                                     run CMD against a fresh etcd + kube-apiserver
 cache: $HYBRIDCTL_TESTENV_BIN, else ${HYBRIDCTL_TESTENV_CACHE:-<user cache dir>/hybridctl/testenv}/` + version + `
@@ -81,7 +86,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "build":
 		fs := flag.NewFlagSet("build", flag.ContinueOnError)
 		fs.SetOutput(stderr)
-		all := fs.Bool("all", false, "also build kube-controller-manager and kube-scheduler")
+		all := fs.Bool("all", false, "also build kube-controller-manager, kube-scheduler, kubelet and kube-proxy")
+		static := fs.Bool("static", false, "build with CGO_ENABLED=0 into the static/ directory")
 		if err := fs.Parse(args[1:]); err != nil {
 			return usageError{err.Error()}
 		}
@@ -89,30 +95,41 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		dir, err := binDir()
+		dir, err := binDir(*static)
 		if err != nil {
 			return err
 		}
 		for _, n := range names {
-			if err := build(ctx, dir, n, stderr); err != nil {
+			if err := build(ctx, dir, n, *static, stderr); err != nil {
 				return err
 			}
 		}
 		return nil
 	case "path":
-		if len(args) != 2 {
+		fs := flag.NewFlagSet("path", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		static := fs.Bool("static", false, "the CGO_ENABLED=0 build")
+		if err := fs.Parse(args[1:]); err != nil {
+			return usageError{err.Error()}
+		}
+		if fs.NArg() != 1 {
 			return usageError{"path takes one binary name\n" + usageText}
 		}
-		if _, err := pkgOf(args[1]); err != nil {
+		name := fs.Arg(0)
+		if _, err := pkgOf(name); err != nil {
 			return err
 		}
-		dir, err := binDir()
+		dir, err := binDir(*static)
 		if err != nil {
 			return err
 		}
-		p := filepath.Join(dir, args[1])
+		p := filepath.Join(dir, name)
 		if _, err := os.Stat(p); err != nil {
-			return fmt.Errorf("%s is not built (%w): run hack/testenv/testenv build %s", args[1], err, args[1])
+			flags := ""
+			if *static {
+				flags = "--static "
+			}
+			return fmt.Errorf("%s is not built (%w): run hack/testenv/testenv build %s%s", name, err, flags, name)
 		}
 		_, err = fmt.Fprintln(stdout, p)
 		return err
@@ -155,8 +172,17 @@ func pkgOf(name string) (string, error) {
 	return "", usageError{fmt.Sprintf("unknown binary %q (known: %s)", name, strings.Join(known, ", "))}
 }
 
-// binDir mirrors testenv.BinDir in the main module.
-func binDir() (string, error) {
+// binDir mirrors testenv.BinDir in the main module; static builds go into
+// its static/ subdirectory.
+func binDir(static bool) (string, error) {
+	d, err := dynamicDir()
+	if err != nil || !static {
+		return d, err
+	}
+	return filepath.Join(d, "static"), nil
+}
+
+func dynamicDir() (string, error) {
 	if d := os.Getenv("HYBRIDCTL_TESTENV_BIN"); d != "" {
 		return d, nil
 	}
@@ -185,21 +211,25 @@ func ldflags() string {
 }
 
 // stamp identifies a build; a binary whose stamp file matches is reused.
-func stamp(pkg string) string {
-	return fmt.Sprintf("package=%s\nversion=%s\ngo=%s\nldflags=%s\n", pkg, version, runtime.Version(), ldflags())
+func stamp(pkg string, static bool) string {
+	s := fmt.Sprintf("package=%s\nversion=%s\ngo=%s\nldflags=%s\n", pkg, version, runtime.Version(), ldflags())
+	if static {
+		s += "cgo=0\n"
+	}
+	return s
 }
 
 // build builds one binary into dir unless its stamp shows it is there
 // already. It builds into a temporary name in dir and renames, so an
 // interrupted build never leaves a half-written binary under the real name.
-func build(ctx context.Context, dir, name string, log io.Writer) error {
+func build(ctx context.Context, dir, name string, static bool, log io.Writer) error {
 	pkg, err := pkgOf(name)
 	if err != nil {
 		return err
 	}
 	bin := filepath.Join(dir, name)
 	stampPath := bin + ".stamp"
-	want := stamp(pkg)
+	want := stamp(pkg, static)
 	if got, err := os.ReadFile(stampPath); err == nil && string(got) == want {
 		if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() {
 			fmt.Fprintf(log, "testenv: %s %s: cached at %s\n", name, version, bin)
@@ -217,12 +247,19 @@ func build(ctx context.Context, dir, name string, log io.Writer) error {
 	_ = tmp.Close()
 	defer os.Remove(tmpName) // no-op after the rename
 
-	fmt.Fprintf(log, "testenv: building %s %s (%s) ...\n", name, version, pkg)
+	cgo := "cgo as configured"
+	if static {
+		cgo = "CGO_ENABLED=0"
+	}
+	fmt.Fprintf(log, "testenv: building %s %s (%s, %s) ...\n", name, version, pkg, cgo)
 	began := time.Now()
 	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", ldflags(), "-o", tmpName, pkg)
 	cmd.Stdout = log
 	cmd.Stderr = log
 	cmd.Env = append(os.Environ(), "GOFLAGS="+withoutBuildVCS(os.Getenv("GOFLAGS")))
+	if static {
+		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
+	}
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("build %s: go build %s: %w", name, pkg, err)
 	}

@@ -50,7 +50,7 @@ func TestBuildReusesStampedBinary(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(bin+".stamp", []byte(stamp("k8s.io/kubernetes/cmd/kubeadm")), 0o644); err != nil {
+	if err := os.WriteFile(bin+".stamp", []byte(stamp("k8s.io/kubernetes/cmd/kubeadm", false)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// PATH without go: a rebuild would fail, so success means reuse.
@@ -95,5 +95,59 @@ func TestUsageErrors(t *testing.T) {
 		if !errors.As(err, &u) {
 			t.Errorf("run %q: err = %v, want a usage error", args, err)
 		}
+	}
+}
+
+func TestStaticBuildsAreSeparate(t *testing.T) {
+	t.Setenv("HYBRIDCTL_TESTENV_BIN", "")
+	root := t.TempDir()
+	t.Setenv("HYBRIDCTL_TESTENV_CACHE", root)
+	dyn, err := binDir(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := binDir(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dyn != filepath.Join(root, version) || st != filepath.Join(root, version, "static") {
+		t.Fatalf("binDir: %s and %s under %s", dyn, st, root)
+	}
+	// A dynamic build's stamp must not satisfy a static build, or the
+	// lab would put a cgo binary into a distroless image.
+	if stamp("k8s.io/kubernetes/cmd/kubelet", false) == stamp("k8s.io/kubernetes/cmd/kubelet", true) {
+		t.Fatal("static and dynamic stamps are equal")
+	}
+	// A dynamic kubelet with a current stamp in the static directory's
+	// place is rebuilt; with PATH lacking go, that rebuild fails.
+	if err := os.MkdirAll(st, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(st, "kubelet")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin+".stamp", []byte(stamp("k8s.io/kubernetes/cmd/kubelet", false)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"build", "--static", "kubelet"}, &stdout, &stderr); err == nil {
+		t.Fatalf("a dynamic stamp was accepted for a static build:\n%s", stderr.String())
+	}
+	if err := os.WriteFile(bin+".stamp", []byte(stamp("k8s.io/kubernetes/cmd/kubelet", true)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if err := run(context.Background(), []string{"build", "--static", "kubelet"}, &stdout, &stderr); err != nil {
+		t.Fatalf("a static stamp was not reused: %v\n%s", err, stderr.String())
+	}
+	stdout.Reset()
+	if err := run(context.Background(), []string{"path", "--static", "kubelet"}, &stdout, &stderr); err != nil || strings.TrimSpace(stdout.String()) != bin {
+		t.Fatalf("path --static kubelet = %q, %v", stdout.String(), err)
+	}
+	if err := run(context.Background(), []string{"path", "kubelet"}, &stdout, &stderr); err == nil {
+		t.Fatal("path kubelet found the static build in the dynamic directory")
 	}
 }
