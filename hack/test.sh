@@ -13,6 +13,21 @@ hack/testenv/testenv build
 
 staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
+echo "== repository"
+# No binaries or uncompressed data in the repository: every file (tracked
+# files in a git checkout, every file in an exported copy) under 2 MB.
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+	files() { git ls-files -z; }
+else
+	files() { find . -path ./.git -prune -o -type f -print0; }
+fi
+big="$(files | xargs -0 -r du -k -- 2>/dev/null | awk '$1 > 2048 {print $2}')"
+if [ -n "$big" ]; then
+	echo "repository: these files are over 2 MB (no binaries; gzip vendored data):" >&2
+	echo "$big" >&2
+	exit 1
+fi
+
 echo "== gofmt"
 unformatted="$(gofmt -l . | grep -Ev '(^|/)testdata/' || true)"
 if [ -n "$unformatted" ]; then

@@ -26,29 +26,14 @@ func runCLI(t *testing.T, stdin string, args ...string) cliRun {
 	return cliRun{code, out.String(), errOut.String()}
 }
 
-// sharedDir finds ../shared beside the repository (HYBRIDCTL_SHARED wins).
-func sharedDir(t *testing.T) string {
+// chartsDir is the vendored Helm chart renders (testdata/third_party).
+func chartsDir(t *testing.T) string {
 	t.Helper()
-	if d := os.Getenv("HYBRIDCTL_SHARED"); d != "" {
-		return d
-	}
-	dir, err := os.Getwd()
+	d, err := testenv.ThirdPartyDir(t.Context(), "prometheus-community-helm-charts")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "shared", "design.md")); err == nil {
-			return filepath.Join(dir, "shared")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			if testing.Short() {
-				t.Skip("shared/ not found beside the repository; skipped under -short")
-			}
-			t.Fatal("shared/ not found beside the repository (CI has it there); set HYBRIDCTL_SHARED")
-		}
-		dir = parent
-	}
+	return d
 }
 
 type jsonReport struct {
@@ -89,7 +74,7 @@ func decodeReport(t *testing.T, s string) jsonReport {
 // TestLintCharts: the real rendered charts; no false positives, and the
 // guide's node-exporter mistake found from the pod template alone.
 func TestLintCharts(t *testing.T) {
-	charts := filepath.Join(sharedDir(t), "charts")
+	charts := chartsDir(t)
 	for _, c := range []struct {
 		file string
 		want []string // check + object name, errors and warnings only

@@ -112,7 +112,7 @@ func TestManifestsDryRun(t *testing.T) {
 
 	// The operator manifest brings the tigera-operator namespace, as in
 	// the guide's order.
-	opPath := filepath.Join(sharedDir(t), "calico", "tigera-operator.yaml")
+	opPath := filepath.Join(calicoDir(t), "tigera-operator.yaml")
 	op, err := os.ReadFile(opPath)
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,9 @@
 package render
 
 import (
+	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -14,50 +14,41 @@ import (
 	"github.com/hybridctl/hybridctl/internal/testenv"
 )
 
-// sharedDir is the shared reference directory (the guide, Calico's
-// manifests): $HYBRIDCTL_SHARED or the "shared" directory beside the
-// repository (testenv.SharedDir).
-func sharedDir(t testing.TB) string {
+// calicoDir is the vendored Calico manifests directory (CRDs decompressed).
+func calicoDir(t testing.TB) string {
 	t.Helper()
-	d, err := testenv.SharedDir()
+	d, err := testenv.ThirdPartyDir(context.Background(), testenv.CalicoVendored)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-// guideDocs extracts the YAML documents the guide shows: blocks that start
-// at a line "apiVersion:" or "kind:" in column 0 and run until a blank line
-// or a command prompt.
+// guideDocuments is our own record of the YAML documents the reference
+// guide shows, transcribed value for value with the guide line and
+// section of each (testdata/guide/documents.yaml).
+const guideDocuments = "../../testdata/guide/documents.yaml"
+
+// guideDocs reads the guide's documents from guideDocuments.
 func guideDocs(t testing.TB) []map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(sharedDir(t), "reference", "hybrid-cluster-guide.txt"))
+	b, err := os.ReadFile(guideDocuments)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var docs []map[string]any
-	lines := strings.Split(string(b), "\n")
-	for i := 0; i < len(lines); i++ {
-		if !strings.HasPrefix(lines[i], "apiVersion:") && !strings.HasPrefix(lines[i], "kind:") {
-			continue
+	for i, d := range strings.Split(string(b), "\n---\n") {
+		if i == 0 {
+			continue // the header comment
 		}
-		var block []string
-		for ; i < len(lines); i++ {
-			l := lines[i]
-			if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "$ ") || strings.HasPrefix(l, "PS ") ||
-				strings.HasPrefix(l, "user@") || strings.HasPrefix(l, "EOF") ||
-				strings.HasPrefix(strings.TrimSpace(l), "•") {
-				break
-			}
-			block = append(block, l)
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(d), &m); err != nil {
+			t.Fatalf("%s: document %d: %v", guideDocuments, i, err)
 		}
-		for _, d := range strings.Split(strings.Join(block, "\n"), "\n---\n") {
-			var m map[string]any
-			if err := yaml.Unmarshal([]byte(d), &m); err != nil {
-				t.Fatalf("guide YAML near line %d: %v\n%s", i, err, d)
-			}
-			docs = append(docs, m)
+		if len(m) == 0 {
+			t.Fatalf("%s: document %d is empty", guideDocuments, i)
 		}
+		docs = append(docs, m)
 	}
 	return docs
 }

@@ -22,7 +22,7 @@ func copyFile(t *testing.T, from, to string) {
 func TestReadManifests(t *testing.T) {
 	ctx := context.Background()
 	p := labPlan(t)
-	calico := filepath.Join(sharedDir(t), "calico")
+	calico := calicoDir(t)
 	dir := t.TempDir()
 	copyFile(t, filepath.Join(calico, "v3_projectcalico_org.yaml"), filepath.Join(dir, "v3_projectcalico_org.yaml"))
 

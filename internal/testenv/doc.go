@@ -61,7 +61,7 @@
 //	Subset(want, got) []string             fixture vs. read-back differences
 //	NewRESTMapper(cfg)                     discovery-backed RESTMapper
 //	Main(m, Options); Get(t); StartT(t, Options)
-//	BinDir, Binary(name), RepoRoot, SharedDir, CalicoCRDs, LabDir
+//	BinDir, Binary(name), RepoRoot, ThirdPartyDir, ThirdParty, CalicoCRDs, LabDir
 //	Run(ctx, args, stdin, stdout, stderr)  hack/testenv/testenv run
 //
 // No kube-controller-manager runs: the aggregated ClusterRoles (view, edit,

@@ -134,7 +134,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	if opts.Calico || opts.Lab {
 		t := time.Now()
-		p, err := CalicoCRDs()
+		p, err := CalicoCRDs(ctx)
 		if err != nil {
 			return nil, err
 		}

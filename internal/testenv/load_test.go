@@ -233,7 +233,7 @@ func TestBinaryMissingSaysHowToBuild(t *testing.T) {
 	}
 }
 
-func TestLocatesRepositoryAndSharedDirectory(t *testing.T) {
+func TestLocatesRepositoryAndVendoredData(t *testing.T) {
 	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +241,7 @@ func TestLocatesRepositoryAndSharedDirectory(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "internal", "testenv", "doc.go")); err != nil {
 		t.Errorf("RepoRoot %s: %v", root, err)
 	}
-	crds, err := CalicoCRDs()
+	crds, err := CalicoCRDs(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

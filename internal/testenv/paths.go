@@ -1,12 +1,17 @@
 package testenv
 
 import (
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -24,9 +29,6 @@ const (
 	EnvCacheDir = "HYBRIDCTL_TESTENV_CACHE"
 	// EnvEtcd names the etcd executable (default: etcd on PATH).
 	EnvEtcd = "HYBRIDCTL_TESTENV_ETCD"
-	// EnvShared names the shared reference directory (default: the "shared"
-	// directory beside the repository's root, found by walking up).
-	EnvShared = "HYBRIDCTL_SHARED"
 	// EnvKeep keeps the environment's temporary directory (logs,
 	// certificates, kubeconfig) after Stop when set to a non-empty value.
 	EnvKeep = "HYBRIDCTL_TESTENV_KEEP"
@@ -115,40 +117,127 @@ func isMainModule(gomod []byte) bool {
 	return false
 }
 
-// SharedDir returns the shared reference directory (design.md, reference/,
-// calico/, charts/): $HYBRIDCTL_SHARED, else the first directory named
-// "shared" holding design.md found beside the repository root or any
-// directory above it.
-func SharedDir() (string, error) {
-	if d := os.Getenv(EnvShared); d != "" {
-		if _, err := os.Stat(filepath.Join(d, "design.md")); err != nil {
-			return "", fmt.Errorf("%s=%s: not the shared directory: %w", EnvShared, d, err)
-		}
-		return d, nil
-	}
+// ThirdPartyDir returns a directory holding the files of the vendored
+// upstream data set testdata/third_party/<name> (see its SOURCE file), each
+// under its upstream name: files stored gzipped (NAME.gz, for anything over
+// 1 MB) are decompressed. The decompressed copy lives in the user cache
+// directory, keyed by the sha256 of the stored files, and is written
+// atomically, so concurrent test processes and stale copies are harmless.
+// Everything it holds comes from the repository.
+func ThirdPartyDir(ctx context.Context, name string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	for d := root; ; d = filepath.Dir(d) {
-		cand := filepath.Join(d, "shared")
-		if _, err := os.Stat(filepath.Join(cand, "design.md")); err == nil {
-			return cand, nil
+	src := filepath.Join(root, "testdata", "third_party", name)
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return "", fmt.Errorf("vendored data %s: %w", name, err)
+	}
+	h := sha256.New()
+	var files []string
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
 		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no shared/design.md beside %s or above it; set %s", root, EnvShared)
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return "", fmt.Errorf("vendored data %s: %w", name, err)
+		}
+		fmt.Fprintf(h, "%s %d\n", e.Name(), len(b))
+		h.Write(b)
+		files = append(files, e.Name())
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if !slices.ContainsFunc(files, func(f string) bool { return strings.HasSuffix(f, ".gz") }) {
+		return src, nil // nothing to decompress: read it in place
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("vendored data %s: locate the user cache: %w", name, err)
+	}
+	dst := filepath.Join(cache, "hybridctl", "third_party", fmt.Sprintf("%s-%x", name, h.Sum(nil)[:8]))
+	if _, err := os.Stat(filepath.Join(dst, ".complete")); err == nil {
+		return dst, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", fmt.Errorf("vendored data %s: %w", name, err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dst), "."+name+".tmp-")
+	if err != nil {
+		return "", fmt.Errorf("vendored data %s: %w", name, err)
+	}
+	defer os.RemoveAll(tmp) // no-op after the rename
+	for _, f := range files {
+		if err := copyPlain(filepath.Join(src, f), tmp); err != nil {
+			return "", fmt.Errorf("vendored data %s: %w", name, err)
 		}
 	}
+	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
+		return "", fmt.Errorf("vendored data %s: %w", name, err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		// Another process won the race: its copy is identical.
+		if _, serr := os.Stat(filepath.Join(dst, ".complete")); serr == nil {
+			return dst, nil
+		}
+		return "", fmt.Errorf("vendored data %s: %w", name, err)
+	}
+	return dst, nil
 }
 
-// CalicoCRDs returns the path of the Calico CRD manifest the environment
-// installs with Options.Calico: <shared>/calico/v3_projectcalico_org.yaml.
-func CalicoCRDs() (string, error) {
-	d, err := SharedDir()
+// ThirdParty returns the path of one vendored upstream file by its upstream
+// name (without .gz), decompressed if it is stored gzipped.
+func ThirdParty(ctx context.Context, name, file string) (string, error) {
+	d, err := ThirdPartyDir(ctx, name)
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(d, "calico", "v3_projectcalico_org.yaml"), nil
+	p := filepath.Join(d, file)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("vendored data %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// copyPlain copies src into dir, gunzipping a NAME.gz into NAME.
+func copyPlain(src, dir string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	var r io.Reader = in
+	name := filepath.Base(src)
+	if strings.HasSuffix(name, ".gz") {
+		zr, err := gzip.NewReader(in)
+		if err != nil {
+			return fmt.Errorf("%s: %w", src, err)
+		}
+		defer zr.Close()
+		r, name = zr, strings.TrimSuffix(name, ".gz")
+	}
+	out, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, r); err != nil {
+		out.Close()
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	return out.Close()
+}
+
+// CalicoVendored names the vendored Calico manifests (CRDs, operator,
+// upstream's custom resources) under testdata/third_party.
+const CalicoVendored = "calico-v3.33"
+
+// CalicoCRDs returns the path of the Calico CRD manifest the environment
+// installs with Options.Calico (vendored, decompressed).
+func CalicoCRDs(ctx context.Context) (string, error) {
+	return ThirdParty(ctx, CalicoVendored, "v3_projectcalico_org.yaml")
 }
 
 // LabDir returns testdata/clusters/lab at the repository root: the guide's

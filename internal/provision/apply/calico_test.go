@@ -36,21 +36,21 @@ func labPlan(t *testing.T) *plan.Plan {
 }
 
 // TestCalicoPhases installs the real Calico CRDs and operator manifests
-// (../shared/calico) and the lab's rendered Calico resources into a real
+// (vendored in testdata/third_party/calico-v3.33) and the lab's rendered Calico resources into a real
 // kube-apiserver — CRD schemas and Calico's admission policies included —
 // then waits for TigeraStatus as the operator would report it.
 func TestCalicoPhases(t *testing.T) {
 	env := testenv.Get(t)
-	shared, err := testenv.SharedDir()
+	calicoDir, err := testenv.ThirdPartyDir(t.Context(), testenv.CalicoVendored)
 	if err != nil {
-		t.Fatalf("shared Calico manifests (CI has shared/ beside the clone): %v", err)
+		t.Fatal(err)
 	}
 	p := labPlan(t)
 	d := labDeps(t)
 	d.RESTConfig = func(context.Context) (*rest.Config, error) { return env.AdminConfig(), nil }
 	d.Calico = &CalicoManifests{Load: func(ctx context.Context) (*render.Manifests, error) {
-		return render.ReadManifests(ctx, filepath.Join(shared, "calico"), p)
-	}, Describe: []string{"the CRDs and operator from ../shared/calico"}}
+		return render.ReadManifests(ctx, calicoDir, p)
+	}, Describe: []string{"the vendored CRDs and operator (testdata/third_party/calico-v3.33)"}}
 	var cp *calicoPhase
 	var ready *calicoReadyPhase
 	for _, ph := range Phases(d) {
