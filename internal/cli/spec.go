@@ -36,6 +36,7 @@ func (f *specFlags) load(ctx context.Context, in io.Reader, errOut io.Writer) (*
 			return nil, Incomplete(fmt.Errorf("reading cluster spec from standard input: larger than %d bytes", spec.MaxSpecBytes))
 		}
 		r = spec.Parse("<stdin>", data)
+		r.ReadRegistryCA(ctx, ".") // a CA named by a spec on standard input is beside the working directory
 	} else {
 		var err error
 		r, err = spec.LoadFile(ctx, f.file)

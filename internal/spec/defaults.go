@@ -18,6 +18,8 @@ const (
 	DefaultLinuxSSHUser      = "root"
 	DefaultWindowsSSHUser    = "Administrator"
 	DefaultWindowsBuild      = "10.0.26100"
+	DefaultRuncVersion       = "1.5.3"
+	DefaultCNIPluginsVersion = "1.10.0"
 )
 
 // SetDefaults fills every unset field that has a default. It is idempotent.
@@ -41,6 +43,18 @@ func SetDefaults(c *Cluster) {
 	}
 	if s.Containerd.Version == "" {
 		s.Containerd.Version = DefaultContainerdVersion
+	}
+	if n.Configure == "" {
+		n.Configure = NetworkCheck
+	}
+	if s.Runc.Version == "" {
+		s.Runc.Version = DefaultRuncVersion
+	}
+	if s.CNIPlugins.Version == "" {
+		s.CNIPlugins.Version = DefaultCNIPluginsVersion
+	}
+	if s.Packages.Source == "" {
+		s.Packages.Source = SourceUpstream
 	}
 	if s.Crictl.Version == "" {
 		// crictl follows the Kubernetes minor: v1.37.2 -> 1.37.0.

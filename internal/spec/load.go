@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -71,7 +72,9 @@ func LoadFile(ctx context.Context, path string) (*Result, error) {
 	if len(data) > MaxSpecBytes {
 		return nil, fmt.Errorf("reading cluster spec %s: larger than %d bytes", path, MaxSpecBytes)
 	}
-	return Parse(path, data), nil
+	r := Parse(path, data)
+	r.ReadRegistryCA(ctx, filepath.Dir(path))
+	return r, nil
 }
 
 // Parse parses spec source. It never panics and never fails: everything

@@ -42,10 +42,23 @@ type ClusterSpec struct {
 	Network              Network          `yaml:"network" json:"network"`
 	Containerd           ComponentVersion `yaml:"containerd" json:"containerd"`
 	Crictl               ComponentVersion `yaml:"crictl" json:"crictl"`
-	Calico               Calico           `yaml:"calico" json:"calico"`
-	KubeProxy            KubeProxy        `yaml:"kubeProxy" json:"kubeProxy"`
-	Addons               Addons           `yaml:"addons" json:"addons"`
-	Nodes                []Node           `yaml:"nodes" json:"nodes"`
+	// Runc and CNIPlugins pin the runc and CNI plugin releases a bundle
+	// holds for Linux nodes (without a leading v).
+	Runc       ComponentVersion `yaml:"runc" json:"runc"`
+	CNIPlugins ComponentVersion `yaml:"cniPlugins" json:"cniPlugins"`
+	Calico     Calico           `yaml:"calico" json:"calico"`
+	KubeProxy  KubeProxy        `yaml:"kubeProxy" json:"kubeProxy"`
+	// Images, when Registry is set, pulls every image from one private
+	// registry (air-gapped sites).
+	Images Images `yaml:"images" json:"images"`
+	// Packages says where binaries and packages come from.
+	Packages Packages `yaml:"packages" json:"packages"`
+	// AllowCgroupV1 accepts nodes that run cgroup v1 (old kernels,
+	// containers): the kubelet gets failCgroupV1: false and kubeadm ignores
+	// its SystemVerification preflight error.
+	AllowCgroupV1 bool   `yaml:"allowCgroupV1" json:"allowCgroupV1"`
+	Addons        Addons `yaml:"addons" json:"addons"`
+	Nodes         []Node `yaml:"nodes" json:"nodes"`
 }
 
 // Network holds the node, pod and service networks and the name services.
@@ -61,7 +74,41 @@ type Network struct {
 	DNSDomain   string   `yaml:"dnsDomain" json:"dnsDomain"`
 	// MTU is the node network's MTU; the pod MTU is derived from it.
 	MTU int `yaml:"mtu" json:"mtu"`
+	// Configure says what Linux nodes do about their own address: check
+	// (the default) only checks that the node has its spec address;
+	// netplan and systemd-networkd write the node's static configuration.
+	Configure string `yaml:"configure" json:"configure"`
 }
+
+// Network configuration modes for Linux nodes.
+const (
+	NetworkCheck           = "check"
+	NetworkNetplan         = "netplan"
+	NetworkSystemdNetworkd = "systemd-networkd"
+)
+
+// Images names the private registry every image is pulled from.
+type Images struct {
+	// Registry is host[:port][/path]; reached over HTTPS.
+	Registry string `yaml:"registry,omitempty" json:"registry,omitempty"`
+	// RegistryCA is a PEM file beside the spec holding the CA
+	// certificates that sign the registry's certificate.
+	RegistryCA string `yaml:"registryCA,omitempty" json:"registryCA,omitempty"`
+	// RegistryCAData is RegistryCA's content, read by LoadFile.
+	RegistryCAData []byte `yaml:"-" json:"-"`
+}
+
+// Packages says where binaries and packages come from.
+type Packages struct {
+	// Source is upstream (the internet) or bundle (apply --bundle DIR).
+	Source string `yaml:"source" json:"source"`
+}
+
+// Package sources.
+const (
+	SourceUpstream = "upstream"
+	SourceBundle   = "bundle"
+)
 
 // ComponentVersion pins a component's version (without a leading v for
 // containerd and crictl, as their release files are named).

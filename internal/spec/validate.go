@@ -51,10 +51,12 @@ func Rules() []Rule {
 		{ID: "S403", Name: "linux-workers", Doc: "With a Windows node, at least one Linux worker exists (Calico's cluster components, CoreDNS and webhooks run only on Linux); a warning below two, since draining the only one leaves them nowhere to go.", check: checkLinuxWorkers},
 		{ID: "S404", Name: "control-plane", Doc: "At least one control-plane node, running Linux; an even number of control-plane nodes gives etcd no extra fault tolerance.", check: checkControlPlane},
 		{ID: "S501", Name: "control-plane-endpoint", Doc: "controlPlaneEndpoint is host:port; a warning when the host is an IP address (a name can later point at a virtual address for a second control plane without rebuilding the cluster).", check: checkEndpoint},
-		{ID: "S601", Name: "versions", Doc: "Versions are valid: kubernetesVersion and calico.version are semantic versions with a leading v; containerd and crictl versions are written without it.", check: checkVersions},
+		{ID: "S601", Name: "versions", Doc: "Versions are valid: kubernetesVersion and calico.version are semantic versions with a leading v; containerd, crictl, runc and cniPlugins versions are written without it.", check: checkVersions},
 		{ID: "S602", Name: "version-compat", Doc: "crictl's minor matches Kubernetes' (warning); containerd below 2.0 is a warning; Calico from v3.33 on Kubernetes from 1.36 uses the native projectcalico.org/v3 CRDs.", check: checkVersionCompat},
 		{ID: "S603", Name: "enums", Doc: "calico.linuxDataplane is Nftables, Iptables or BPF; encapsulation VXLAN, VXLANCrossSubnet, IPIP, IPIPCrossSubnet or None; bgp Enabled or Disabled; kubeProxy.mode nftables, iptables or ipvs.", check: checkEnums},
 		{ID: "S604", Name: "addons", Doc: "Add-on versions are semantic versions with a leading v.", check: checkAddons},
+		{ID: "S701", Name: "private-registry", Doc: "images.registry is host[:port][/path] with no scheme, tag or digest (an IPv6 address in brackets, a port 1-65535, a host with a dot or a port, or localhost, so it is not read as a Docker Hub namespace); images.registryCA is a file beside the spec holding only PEM CERTIFICATE blocks.", check: checkRegistry},
+		{ID: "S702", Name: "offline-settings", Doc: "packages.source is upstream or bundle; network.configure is check, netplan or systemd-networkd; a bundle without a private registry still pulls images from the internet (warning).", check: checkOffline},
 	}
 }
 
@@ -527,6 +529,8 @@ func checkVersions(v *validator) {
 		{"spec.calico.version", s.Calico.Version, true},
 		{"spec.containerd.version", s.Containerd.Version, false},
 		{"spec.crictl.version", s.Crictl.Version, false},
+		{"spec.runc.version", s.Runc.Version, false},
+		{"spec.cniPlugins.version", s.CNIPlugins.Version, false},
 	} {
 		sv, ok := parseSemver(f.val)
 		switch {
