@@ -353,9 +353,9 @@ func checkPodCapacity(v *validator) {
 	nodes := len(v.c.Spec.Nodes)
 	switch {
 	case blocks < nodes:
-		v.errorf("spec.network.podCIDR", "%s holds %d /%d block%s for %d nodes; every node needs at least one", v.podNet, blocks, bs, plural(blocks), nodes)
+		v.errorf("spec.network.podCIDR", "%s holds %d /%d block%s for %d node%s; every node needs at least one", v.podNet, blocks, bs, plural(blocks), nodes, plural(nodes))
 	case blocks < 2*nodes:
-		v.warnf("spec.network.podCIDR", "%s holds %d /%d blocks for %d nodes, fewer than two per node: Linux nodes cannot grow past one block of pods", v.podNet, blocks, bs, nodes)
+		v.warnf("spec.network.podCIDR", "%s holds %d /%d block%s for %d node%s, fewer than two per node: Linux nodes cannot grow past one block of pods", v.podNet, blocks, bs, plural(blocks), nodes, plural(nodes))
 	}
 }
 

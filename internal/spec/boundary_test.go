@@ -1,0 +1,257 @@
+package spec
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// variant returns testdata/base.yaml (the guide's lab) with edits applied:
+// each key is a dotted path ("spec.network.blockSize", "spec.nodes[3].name",
+// "spec.nodes[+]" appends), each value the new value (nil deletes).
+func variant(t *testing.T, edits map[string]any) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/base.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	// Apply appends last, so "spec.nodes[4].x" can refer to an appended node.
+	var keys []string
+	for k := range edits {
+		keys = append(keys, k)
+	}
+	for pass := 0; pass < 2; pass++ {
+		for _, k := range keys {
+			if strings.HasSuffix(k, "[+]") == (pass == 0) {
+				setPath(t, doc, k, edits[k])
+			}
+		}
+	}
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func setPath(t *testing.T, doc map[string]any, path string, val any) {
+	t.Helper()
+	parts := strings.Split(path, ".")
+	var cur any = doc
+	for i, p := range parts {
+		name, idx, hasIdx := strings.Cut(p, "[")
+		last := i == len(parts)-1
+		m, ok := cur.(map[string]any)
+		if !ok {
+			t.Fatalf("%s: %s is not a map", path, name)
+		}
+		if !hasIdx {
+			if last {
+				if val == nil {
+					delete(m, name)
+				} else {
+					m[name] = val
+				}
+				return
+			}
+			if m[name] == nil {
+				m[name] = map[string]any{}
+			}
+			cur = m[name]
+			continue
+		}
+		idx = strings.TrimSuffix(idx, "]")
+		list, _ := m[name].([]any)
+		if idx == "+" {
+			m[name] = append(list, val)
+			return
+		}
+		n, err := strconv.Atoi(idx)
+		if err != nil || n >= len(list) {
+			t.Fatalf("%s: index %s out of range", path, idx)
+		}
+		if last {
+			list[n] = val
+			return
+		}
+		cur = list[n]
+	}
+}
+
+func node(name, role, os, addr string) map[string]any {
+	n := map[string]any{"name": name, "role": role, "os": os, "address": addr}
+	if os == "windows" {
+		n["windows"] = map[string]any{"build": "10.0.26100"}
+	}
+	return n
+}
+
+// boundary is one side of a limit: the edits, the rule it concerns, and
+// what that rule must say: nothing (sev ""), or a diagnostic of that
+// severity at path whose message holds every string in msg.
+type boundary struct {
+	name  string
+	edits map[string]any
+	rule  string
+	sev   Severity
+	path  string
+	msg   []string
+}
+
+func (c boundary) run(t *testing.T) {
+	t.Helper()
+	r := Parse("cluster.yaml", variant(t, c.edits))
+	var mine Diagnostics
+	for _, d := range r.Diagnostics {
+		if d.Rule == c.rule {
+			mine = append(mine, d)
+		}
+	}
+	if c.sev == "" {
+		if len(mine) > 0 {
+			t.Errorf("%s: want no %s diagnostic, got:\n%s", c.name, c.rule, diagText(mine))
+		}
+		return
+	}
+	for _, d := range mine {
+		if d.Severity != c.sev || d.Path != c.path {
+			continue
+		}
+		for _, s := range c.msg {
+			if !strings.Contains(d.Message, s) {
+				t.Errorf("%s: %s message %q lacks %q", c.name, c.rule, d.Message, s)
+			}
+		}
+		return
+	}
+	t.Errorf("%s: want %s %s at %s, got:\n%s", c.name, c.sev, c.rule, c.path, diagText(r.Diagnostics))
+}
+
+// TestRuleBoundaries tests every numeric and length limit of Rules() at the
+// last accepted and the first refused value, and the numbers in the
+// messages.
+func TestRuleBoundaries(t *testing.T) {
+	E, W := SeverityError, SeverityWarning
+	winName := "spec.nodes[3].name"
+	single := []any{node("k8s-lab-master-1", "control-plane", "linux", "192.168.10.23")}
+	cases := []boundary{
+		// S301: a Windows computer name is at most 15 characters.
+		{"windows name 15", map[string]any{winName: "k8s-lab-win-123"}, "S301", "", "", nil},
+		{"windows name 16", map[string]any{winName: "k8s-lab-win-1234"}, "S301", E, winName, []string{`"k8s-lab-win-1234" is 16 characters`, "at most 15"}},
+		{"linux name 16", map[string]any{"spec.nodes[2].name": "k8s-lab-node-123"}, "S301", "", "", nil},
+		// S105: node names are DNS labels (63 characters).
+		{"node name 63", map[string]any{"spec.nodes[1].name": strings.Repeat("a", 63)}, "S105", "", "", nil},
+		{"node name 64", map[string]any{"spec.nodes[1].name": strings.Repeat("a", 64)}, "S105", E, "spec.nodes[1].name", []string{"not a valid node name"}},
+		{"node name upper", map[string]any{"spec.nodes[1].name": "Node-1"}, "S105", E, "spec.nodes[1].name", nil},
+		// S203: the service CIDR is /12 to /28.
+		{"service /12", map[string]any{"spec.network.serviceCIDR": "10.96.0.0/12"}, "S203", "", "", nil},
+		{"service /11", map[string]any{"spec.network.serviceCIDR": "10.96.0.0/11"}, "S203", E, "spec.network.serviceCIDR", []string{"10.96.0.0/11 is larger than /12"}},
+		{"service /28", map[string]any{"spec.network.serviceCIDR": "10.96.0.0/28"}, "S203", "", "", nil},
+		{"service /29", map[string]any{"spec.network.serviceCIDR": "10.96.0.0/29"}, "S203", E, "spec.network.serviceCIDR", []string{"too small"}},
+		// S201: block size 20-32 and inside the pod CIDR.
+		{"block 19", map[string]any{"spec.network.blockSize": 19}, "S201", E, "spec.network.blockSize", []string{"19 is outside", "20-32"}},
+		{"block 20", map[string]any{"spec.network.blockSize": 20}, "S201", "", "", nil},
+		{"block 32 linux", map[string]any{"spec.network.blockSize": 32, "spec.nodes[3]": node("k8s-lab-node-3", "worker", "linux", "192.168.10.25")}, "S201", "", "", nil},
+		{"block 33", map[string]any{"spec.network.blockSize": 33}, "S201", E, "spec.network.blockSize", []string{"33 is outside"}},
+		{"block 23 in /24", map[string]any{"spec.network.podCIDR": "172.21.0.0/24", "spec.network.blockSize": 23}, "S201", E, "spec.network.blockSize", []string{"/23 blocks do not fit in podCIDR 172.21.0.0/24"}},
+		{"block 24 in /24", map[string]any{"spec.network.podCIDR": "172.21.0.0/24", "spec.network.blockSize": 24}, "S201", "", "", nil},
+		// S202: at least one block per node (error), two (warning).
+		{"1 block for 4 nodes", map[string]any{"spec.network.podCIDR": "172.21.0.0/24", "spec.network.blockSize": 24}, "S202", E, "spec.network.podCIDR", []string{"holds 1 /24 block for 4 nodes"}},
+		{"2 blocks for 4 nodes", map[string]any{"spec.network.podCIDR": "172.21.0.0/24", "spec.network.blockSize": 25}, "S202", E, "spec.network.podCIDR", []string{"holds 2 /25 blocks for 4 nodes"}},
+		{"4 blocks for 4 nodes", map[string]any{"spec.network.podCIDR": "172.21.0.0/24", "spec.network.blockSize": 26}, "S202", W, "spec.network.podCIDR", []string{"holds 4 /26 blocks for 4 nodes"}},
+		{"4 blocks for 5 nodes", map[string]any{"spec.network.podCIDR": "172.21.0.0/24", "spec.network.blockSize": 26, "spec.nodes[+]": node("k8s-lab-node-3", "worker", "linux", "192.168.10.27")}, "S202", E, "spec.network.podCIDR", []string{"holds 4 /26 blocks for 5 nodes"}},
+		{"8 blocks for 4 nodes", map[string]any{"spec.network.podCIDR": "172.21.0.0/24", "spec.network.blockSize": 27}, "S202", "", "", nil},
+		{"8 blocks for 5 nodes", map[string]any{"spec.network.podCIDR": "172.21.0.0/24", "spec.network.blockSize": 27, "spec.nodes[+]": node("k8s-lab-node-3", "worker", "linux", "192.168.10.27")}, "S202", W, "spec.network.podCIDR", []string{"holds 8 /27 blocks for 5 nodes"}},
+		{"1 block for 1 node", map[string]any{"spec.network.podCIDR": "172.21.0.0/24", "spec.network.blockSize": 24, "spec.nodes": single}, "S202", W, "spec.network.podCIDR", []string{"holds 1 /24 block for 1 node,"}},
+		{"2 blocks for 1 node", map[string]any{"spec.network.podCIDR": "172.21.0.0/24", "spec.network.blockSize": 25, "spec.nodes": single}, "S202", "", "", nil},
+		// S303: a Windows block keeps 4 addresses; at least one pod.
+		{"windows /29", map[string]any{"spec.network.blockSize": 29}, "S303", "", "", nil},
+		{"windows /30", map[string]any{"spec.network.blockSize": 30}, "S303", E, "spec.network.blockSize", []string{"/30 blocks leave 0 addresses"}},
+		{"linux-only /30", map[string]any{"spec.network.blockSize": 30, "spec.nodes[3]": node("k8s-lab-node-3", "worker", "linux", "192.168.10.25")}, "S303", "", "", nil},
+		// S108: MTU 1280-9000.
+		{"mtu 1279", map[string]any{"spec.network.mtu": 1279}, "S108", E, "spec.network.mtu", []string{"1279 is outside 1280-9000"}},
+		{"mtu 1280", map[string]any{"spec.network.mtu": 1280}, "S108", "", "", nil},
+		{"mtu 9000", map[string]any{"spec.network.mtu": 9000}, "S108", "", "", nil},
+		{"mtu 9001", map[string]any{"spec.network.mtu": 9001}, "S108", E, "spec.network.mtu", []string{"9001 is outside"}},
+		// S102: every pair of networks, and the neighbour just outside.
+		{"node overlaps pod", map[string]any{"spec.network.podCIDR": "192.168.0.0/16"}, "S102", E, "spec.network.podCIDR", []string{"overlaps nodeCIDR 192.168.10.0/24"}},
+		{"node overlaps service", map[string]any{"spec.network.serviceCIDR": "192.168.0.0/16"}, "S102", E, "spec.network.serviceCIDR", []string{"overlaps nodeCIDR 192.168.10.0/24"}},
+		{"pod overlaps service", map[string]any{"spec.network.podCIDR": "10.100.0.0/16"}, "S102", E, "spec.network.serviceCIDR", []string{"overlaps podCIDR 10.100.0.0/16"}},
+		{"pod just before service", map[string]any{"spec.network.podCIDR": "10.80.0.0/12"}, "S102", "", "", nil},
+		{"pod just after service", map[string]any{"spec.network.podCIDR": "10.112.0.0/16"}, "S102", "", "", nil},
+		{"pod last address of service", map[string]any{"spec.network.podCIDR": "10.111.255.0/24"}, "S102", E, "spec.network.serviceCIDR", nil},
+		// S103: host addresses inside the node network.
+		{"address .0", map[string]any{"spec.nodes[1].address": "192.168.10.0"}, "S103", E, "spec.nodes[1].address", []string{"192.168.10.0 is not a host address in nodeCIDR 192.168.10.0/24"}},
+		{"address .254", map[string]any{"spec.nodes[1].address": "192.168.10.254"}, "S103", "", "", nil},
+		{"address .255", map[string]any{"spec.nodes[1].address": "192.168.10.255"}, "S103", E, "spec.nodes[1].address", []string{"192.168.10.255 is not a host address"}},
+		{"address outside", map[string]any{"spec.nodes[1].address": "192.168.11.24"}, "S103", E, "spec.nodes[1].address", nil},
+		{"address is gateway", map[string]any{"spec.nodes[1].address": "192.168.10.1"}, "S103", E, "spec.nodes[1].address", []string{"is the gateway's address"}},
+		{"address next to gateway", map[string]any{"spec.nodes[1].address": "192.168.10.2"}, "S103", "", "", nil},
+		{"/30 network, address .2", map[string]any{"spec.network.nodeCIDR": "192.168.10.0/30", "spec.nodes": []any{node("k8s-lab-master-1", "control-plane", "linux", "192.168.10.2")}}, "S103", "", "", nil},
+		{"/30 network, address .3", map[string]any{"spec.network.nodeCIDR": "192.168.10.0/30", "spec.nodes": []any{node("k8s-lab-master-1", "control-plane", "linux", "192.168.10.3")}}, "S103", E, "spec.nodes[0].address", []string{"192.168.10.3 is not a host address in nodeCIDR 192.168.10.0/30"}},
+		{"/31 network, address .1", map[string]any{"spec.network.nodeCIDR": "192.168.10.0/31", "spec.network.gateway": "192.168.10.0", "spec.nodes": []any{node("k8s-lab-master-1", "control-plane", "linux", "192.168.10.1")}}, "S103", "", "", nil},
+		{"gateway .255", map[string]any{"spec.network.gateway": "192.168.10.255"}, "S103", E, "spec.network.gateway", nil},
+		// S403: Linux workers beside a Windows node: 0 error, 1 warning, 2 fine.
+		{"0 linux workers", map[string]any{"spec.nodes[1].role": "control-plane", "spec.nodes[2].role": "control-plane"}, "S403", E, "spec.nodes", []string{"no Linux worker"}},
+		{"1 linux worker", map[string]any{"spec.nodes[2].os": "windows", "spec.nodes[2].name": "k8s-lab-win-2", "spec.nodes[2].windows": map[string]any{"build": "10.0.26100"}}, "S403", W, "spec.nodes", []string{"one Linux worker"}},
+		{"2 linux workers", map[string]any{}, "S403", "", "", nil},
+		// S404: an even number of control planes is a warning.
+		{"2 control planes", map[string]any{"spec.nodes[+]": node("k8s-lab-master-2", "control-plane", "linux", "192.168.10.22")}, "S404", W, "spec.nodes", []string{"has 2 control-plane nodes"}},
+		{"3 control planes", map[string]any{"spec.nodes[+]": node("k8s-lab-master-2", "control-plane", "linux", "192.168.10.22"), "spec.nodes[1].role": "control-plane"}, "S404", "", "", nil},
+		{"no control plane", map[string]any{"spec.nodes[0].role": "worker"}, "S404", E, "spec.nodes", []string{"no control-plane node"}},
+		// S501: endpoint ports 1-65535.
+		{"endpoint port 0", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:0"}, "S501", E, "spec.controlPlaneEndpoint", []string{"not a TCP port"}},
+		{"endpoint port 1", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:1"}, "S501", "", "", nil},
+		{"endpoint port 65535", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:65535"}, "S501", "", "", nil},
+		{"endpoint port 65536", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:65536"}, "S501", E, "spec.controlPlaneEndpoint", []string{"not a TCP port"}},
+		// S106: SSH ports 1-65535.
+		{"ssh port -1", map[string]any{"spec.nodes[1].ssh": map[string]any{"port": -1}}, "S106", E, "spec.nodes[1].ssh.port", []string{"-1 is not a TCP port"}},
+		{"ssh port 0 is the default 22", map[string]any{"spec.nodes[1].ssh": map[string]any{"port": 0}}, "S106", "", "", nil},
+		{"ssh port 1", map[string]any{"spec.nodes[1].ssh": map[string]any{"port": 1}}, "S106", "", "", nil},
+		{"ssh port 65535", map[string]any{"spec.nodes[1].ssh": map[string]any{"port": 65535}}, "S106", "", "", nil},
+		{"ssh port 65536", map[string]any{"spec.nodes[1].ssh": map[string]any{"port": 65536}}, "S106", E, "spec.nodes[1].ssh.port", []string{"65536 is not a TCP port"}},
+		{"ssh user with @", map[string]any{"spec.nodes[1].ssh": map[string]any{"user": "a@b"}}, "S106", E, "spec.nodes[1].ssh.user", nil},
+		// S002: the cluster name is a DNS label.
+		{"cluster name 63", map[string]any{"metadata.name": strings.Repeat("c", 63)}, "S002", "", "", nil},
+		{"cluster name 64", map[string]any{"metadata.name": strings.Repeat("c", 64)}, "S002", E, "metadata.name", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, c.run)
+	}
+	// Every rule with a numeric or length limit appears on both sides.
+	sides := map[string][2]bool{}
+	for _, c := range cases {
+		s := sides[c.rule]
+		if c.sev == "" {
+			s[0] = true
+		} else {
+			s[1] = true
+		}
+		sides[c.rule] = s
+	}
+	for _, id := range []string{"S002", "S102", "S103", "S105", "S106", "S108", "S201", "S202", "S203", "S301", "S303", "S403", "S404", "S501"} {
+		if s := sides[id]; !s[0] || !s[1] {
+			t.Errorf("%s: boundary cases on both sides = %v", id, s)
+		}
+	}
+}
+
+// TestVariantHelper: the edit helper really edits (so the boundary tests
+// cannot pass by testing the unmodified lab).
+func TestVariantHelper(t *testing.T) {
+	b := string(variant(t, map[string]any{"spec.network.blockSize": 27, "spec.nodes[+]": node("x", "worker", "linux", "192.168.10.99")}))
+	if !strings.Contains(b, "blockSize: 27") || !strings.Contains(b, "192.168.10.99") {
+		t.Fatalf("variant did not apply the edits:\n%s", b)
+	}
+	if r := Parse("cluster.yaml", variant(t, nil)); len(r.Diagnostics.Errors()) > 0 {
+		t.Fatalf("the unmodified base has errors: %v", fmt.Sprint(r.Diagnostics))
+	}
+}
