@@ -222,7 +222,7 @@ at once (130).`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runApply(cmd, s, f) },
 	}
 	f.add(cmd)
-	cmd.Flags().StringSliceVar(&f.ignorePreflight, "ignore-preflight-errors", nil, "preflight checks whose errors become warnings (names, or all)")
+	cmd.Flags().StringSliceVar(&f.ignorePreflight, "ignore-preflight-errors", nil, "preflight checks whose errors become warnings: names from docs/apply.md's table, or all (alone)")
 	cmd.Flags().DurationVar(&f.rebootTimeout, "reboot-timeout", 15*time.Minute, "how long a node may take to come back from one reboot")
 	cmd.Flags().StringVar(&f.manifestsDir, "manifests-dir", "", "directory with Calico's CRD and operator manifests (air-gapped sites; default: download the release's)")
 	cmd.Flags().DurationVar(&f.calicoTimeout, "calico-timeout", 15*time.Minute, "how long to wait for Calico to be ready")
@@ -232,6 +232,10 @@ at once (130).`,
 
 func runApply(cmd *cobra.Command, s Streams, f *applyFlags) error {
 	ctx := cmd.Context()
+	ignore, err := preflight.ValidateIgnore(f.ignorePreflight)
+	if err != nil {
+		return Usage(err)
+	}
 	sess, err := f.open(ctx, s)
 	if err != nil {
 		return err
@@ -256,7 +260,7 @@ func runApply(cmd *cobra.Command, s Streams, f *applyFlags) error {
 		Kubeconfig: target, RESTConfig: apply.RESTConfigFrom(target),
 		Calico: apply.CalicoFrom(sess.plan, f.manifestsDir), CalicoTimeout: f.calicoTimeout,
 		Addons: apply.AddonsFrom(sess.plan),
-		Expect: apply.Expectations(sess.plan), IgnorePreflight: f.ignorePreflight,
+		Expect: apply.Expectations(sess.plan), IgnorePreflight: ignore,
 		Files: apply.ArtifactsOf(files), RebootTimeout: f.rebootTimeout, Redactor: sess.redactor})
 	e, err := provision.New(phases, sess.hosts, provision.Options{
 		Cluster: sess.plan.Cluster, StatePath: sess.state, DryRun: f.dryRun, Offline: f.offline,

@@ -17,7 +17,7 @@ func TestApplyDryRunOffline(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	order := []string{"preflight             k8s-lab-master-1", "preflight-cluster", "linux-prepare", "windows-prepare", "kubeadm-init",
+	order := []string{"preflight             k8s-lab-master-1", "preflight-cluster", "linux-prepare", "windows-prepare", "post-prepare", "kubeadm-init",
 		"calico ", "join-linux            k8s-lab-node-1", "join-windows          k8s-lab-win-1", "doctor", "dry-run: "}
 	pos := 0
 	for _, want := range order {
@@ -52,6 +52,28 @@ func TestApplyUsageErrors(t *testing.T) {
 	} {
 		if r := run(t, "", args...); r.code != ExitUsage {
 			t.Errorf("%v: exit %d, want 2\n%s", args, r.code, r.stderr)
+		}
+	}
+}
+
+// --ignore-preflight-errors takes the names of preflight.Checks(): a typo
+// is a usage error with the closest name, "all" only alone.
+func TestApplyIgnorePreflightErrors(t *testing.T) {
+	base := []string{"apply", "-f", lab, "--dry-run", "--offline", "--state", filepath.Join(t.TempDir(), "s.json")}
+	for _, tc := range []struct {
+		flag string
+		code int
+		want string
+	}{
+		{"swapp", ExitUsage, `unknown preflight check "swapp"; did you mean "swap"?`},
+		{"swap,time-synk", ExitUsage, `did you mean "time-sync"?`},
+		{"all,swap", ExitUsage, `"all" ignores every check`},
+		{"all", 0, ""},
+		{"swap,Clock-Skew,machine-id-unique", 0, ""},
+	} {
+		r := run(t, "", append(base, "--ignore-preflight-errors", tc.flag)...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("--ignore-preflight-errors %s: exit %d, want %d with %q\n%s", tc.flag, r.code, tc.code, tc.want, r.stderr)
 		}
 	}
 }
@@ -112,7 +134,9 @@ func TestApplyPreflightOverSSH(t *testing.T) {
 	if strings.Contains(r.stdout, "not in --only") || strings.Contains(r.stderr, "preflight check(s) failed") {
 		t.Errorf("filtered steps are not listed, and failures shown in the progress are not repeated:\n%s\n%s", r.stdout, r.stderr)
 	}
-	for _, want := range []string{"[api-name-resolves] k8s-lab-node-1", "[windows-build] k8s-lab-win-1", "preflight             k8s-lab-master-1  started"} {
+	// The API name is only a warning before preparation; the build is an
+	// error.
+	for _, want := range []string{"warning: [api-name-resolves] k8s-lab-win-1", "[windows-build] k8s-lab-win-1", "preflight             k8s-lab-master-1  started"} {
 		if !strings.Contains(r.stdout+r.stderr, want) {
 			t.Errorf("missing %q:\n%s\n%s", want, r.stdout, r.stderr)
 		}
@@ -121,7 +145,7 @@ func TestApplyPreflightOverSSH(t *testing.T) {
 		t.Errorf("known_hosts:\n%s", b)
 	}
 	// The state file lives beside the spec and records nothing that failed.
-	if st, err := os.ReadFile(filepath.Join(dir, ".hybridctl", "lab.state.json")); err == nil && strings.Contains(string(st), "preflight") {
+	if st, err := os.ReadFile(filepath.Join(dir, ".hybridctl", "lab.state.json")); err == nil && strings.Contains(string(st), "k8s-lab-win-1") {
 		t.Errorf("failed steps recorded:\n%s", st)
 	}
 }

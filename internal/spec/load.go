@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hybridctl/hybridctl/internal/suggest"
 )
 
 // MaxSpecBytes bounds the size of a spec file; a cluster spec is a few KB.
@@ -264,7 +266,7 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 			seen[key] = k.Line
 			ft, ok := fields[key]
 			if !ok {
-				w.errorf(k, fp, false, "unknown field %q%s", key, suggest(key, fields))
+				w.errorf(k, fp, false, "unknown field %q%s", key, suggestField(key, fields))
 				continue
 			}
 			w.lines[fp] = k.Line
@@ -330,11 +332,11 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 	return m
 }
 
-// suggest proposes the known field closest to a misspelled one.
-func suggest(key string, fields map[string]reflect.Type) string {
+// suggestField proposes the known field closest to a misspelled one.
+func suggestField(key string, fields map[string]reflect.Type) string {
 	best, bestD := "", 3
 	for name := range fields {
-		d := editDistance(strings.ToLower(key), strings.ToLower(name))
+		d := suggest.Distance(strings.ToLower(key), strings.ToLower(name))
 		if d < bestD || (d == bestD && best != "" && name < best) {
 			best, bestD = name, d
 		}
@@ -348,24 +350,4 @@ func suggest(key string, fields map[string]reflect.Type) string {
 		return "; known fields: " + strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("; did you mean %q?", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -77,7 +77,7 @@ func (d Deps) hostConn(ctx context.Context, host string) (hostConn, error) {
 // for Windows; the cluster-wide phases run one after another.
 func Phases(d Deps) []provision.Phase {
 	runner := func(ctx context.Context, host string) (preflight.Runner, error) { return d.Connect(ctx, host) }
-	list := preflight.Phases(runner, d.Hosts, d.Expect, d.IgnorePreflight)
+	list, postPrepare := preflight.Phases(runner, d.Hosts, d.Expect, d.IgnorePreflight)
 	calicoTimeout := d.CalicoTimeout
 	if calicoTimeout <= 0 {
 		calicoTimeout = 15 * time.Minute
@@ -97,6 +97,7 @@ func Phases(d Deps) []provision.Phase {
 	return append(list,
 		&linuxPreparePhase{files: d.Files, connect: d.hostConn},
 		&windowsPreparePhase{files: d.Files, connect: d.hostConn, rebootTimeout: rebootTimeout},
+		postPrepare,
 		&kubeadmInitPhase{files: d.Files, connect: d.hostConn},
 		&kubeconfigPhase{target: d.Kubeconfig, hosts: d.Hosts, connect: d.hostConn, redactor: d.Redactor},
 		&calicoPhase{files: d.Files, manifests: d.Calico, restConfig: d.RESTConfig},

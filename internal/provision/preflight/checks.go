@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/suggest"
 )
 
 // Severity of a finding.
@@ -23,15 +25,18 @@ const (
 const (
 	CheckOSVersion     = "os-version"
 	CheckWindowsBuild  = "windows-build"
-	CheckProductUUID   = "product-uuid-unique"
-	CheckMachineID     = "machine-id-unique"
 	CheckSwap          = "swap"
+	CheckFactsReadable = "facts-readable"
 	CheckTimeSync      = "time-sync"
 	CheckClockSkew     = "clock-skew"
 	CheckAPIName       = "api-name-resolves"
 	CheckPortFree      = "port-free"
-	CheckFactsReadable = "facts-readable"
+	CheckProductUUID   = "product-uuid-unique"
+	CheckMachineID     = "machine-id-unique"
 )
+
+// IgnoreAll is the --ignore-preflight-errors value that ignores every check.
+const IgnoreAll = "all"
 
 // Finding is one problem found on a host.
 type Finding struct {
@@ -80,91 +85,357 @@ type Expect struct {
 	// AlreadyInstalled skips the port check: the ports are expected to be
 	// in use by the cluster's own components on a re-run.
 	AlreadyInstalled bool
+	// PostPrepareWait bounds the post-prepare phase's retries while the
+	// clock synchronises (default DefaultPostPrepareWait), polling every
+	// PostPreparePoll (default DefaultPostPreparePoll).
+	PostPrepareWait, PostPreparePoll time.Duration
 }
 
-// CheckHost evaluates one host's facts.
-func CheckHost(f *Facts, h provision.Host, x Expect) []Finding {
+// Input is what a check reads: one host's facts, and for the checks across
+// nodes the facts of every node (All).
+type Input struct {
+	Host   provision.Host
+	Facts  *Facts
+	Expect Expect
+	All    []*Facts
+}
+
+// Checker is one named preflight check, in the shape of kubeadm's
+// (cmd/kubeadm/app/preflight): a stable name that --ignore-preflight-errors
+// takes, and Check returning warnings and errors for one host.
+type Checker interface {
+	Name() string
+	Check(in Input) (warnings, errorList []error)
+}
+
+// Scope says which phase runs a check.
+type Scope string
+
+// Scopes.
+const (
+	// ScopeNode checks run in "preflight" on each node.
+	ScopeNode Scope = "node"
+	// ScopePrepared checks run in "preflight" as warnings only (the
+	// preparation is what fixes them) and again in "post-prepare", after
+	// prepare.sh/prepare.ps1, as errors.
+	ScopePrepared Scope = "node, again after prepare"
+	// ScopeCluster checks run in "preflight-cluster" across all nodes.
+	ScopeCluster Scope = "across nodes"
+)
+
+// Check is one entry of Checks: a Checker with what the docs say of it.
+type Check struct {
+	name  string
+	scope Scope
+	// os limits the check to one OS; empty: every node.
+	os provision.OS
+	// Doc is one line: what is checked and where.
+	Doc string
+	// Severity is what a failure is ("error", "warning" or both).
+	Severity string
+	check    func(in Input) (warnings, errorList []error)
+}
+
+// Name is the check's stable name.
+func (c Check) Name() string { return c.name }
+
+// Scope says where the check runs.
+func (c Check) Scope() Scope { return c.scope }
+
+// OS is the only OS the check applies to, or "" for every node.
+func (c Check) OS() provision.OS { return c.os }
+
+// appliesTo reports whether the check runs on h.
+func (c Check) appliesTo(h provision.Host) bool { return c.os == "" || c.os == h.OS }
+
+// Check runs the check on one host.
+func (c Check) Check(in Input) (warnings, errorList []error) { return c.check(in) }
+
+var _ Checker = Check{}
+
+// Checks is every preflight check, in the order they run and are reported.
+// --ignore-preflight-errors names are validated against it, and the table
+// in docs/apply.md is generated from it.
+func Checks() []Check {
+	return []Check{
+		{name: CheckOSVersion, scope: ScopeNode, Severity: "warning", check: checkOSVersion,
+			Doc: "Linux: `/etc/os-release` is the spec's distribution and version; Windows: a Server installation"},
+		{name: CheckWindowsBuild, scope: ScopeNode, os: provision.Windows, Severity: "error", check: checkWindowsBuild,
+			Doc: "the build is the spec's `windows.build` (process isolation needs images of the host's build)"},
+		{name: CheckSwap, scope: ScopeNode, os: provision.Linux, Severity: "error", check: checkSwap,
+			Doc: "no active swap (`/proc/swaps`)"},
+		{name: CheckFactsReadable, scope: ScopeNode, Severity: "warning", check: checkFactsReadable,
+			Doc: "product_uuid and machine id could be read (product_uuid needs root on Linux)"},
+		{name: CheckTimeSync, scope: ScopePrepared, Severity: "error", check: checkTimeSync,
+			Doc: "the clock is synchronised (timedatectl; w32tm's source is not the local CMOS clock)"},
+		{name: CheckClockSkew, scope: ScopePrepared, Severity: "warning/error", check: checkClockSkew,
+			Doc: "the host's clock against this machine's (over half the limit a warning, over 30 s an error)"},
+		{name: CheckAPIName, scope: ScopePrepared, Severity: "error", check: checkAPIName,
+			Doc: "the API name resolves on the node to a control-plane address"},
+		{name: CheckPortFree, scope: ScopeNode, Severity: "error", check: checkPortFree,
+			Doc: "ports free: control plane 6443, 2379, 2380, 10257, 10259; every node 10250, 10256 (not on a node that already joined)"},
+		{name: CheckProductUUID, scope: ScopeCluster, Severity: "error", check: unique("product_uuid", func(f *Facts) string { return f.ProductUUID }, "give each VM its own SMBIOS UUID"),
+			Doc: "no two nodes share a product_uuid (VMs cloned from one template)"},
+		{name: CheckMachineID, scope: ScopeCluster, Severity: "error", check: unique("machine id", func(f *Facts) string { return f.MachineID },
+			"regenerate it: rm /etc/machine-id && systemd-machine-id-setup (Linux); sysprep the image (Windows)"),
+			Doc: "no two nodes share a machine id (`/etc/machine-id`, Windows MachineGuid)"},
+	}
+}
+
+// Names returns the check names in list order.
+func Names() []string {
+	var out []string
+	for _, c := range Checks() {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// ValidateIgnore checks --ignore-preflight-errors values against Checks:
+// names are case-insensitive as in kubeadm, "all" must stand alone, and an
+// unknown name is an error with the closest known one. It returns the
+// names lower-cased.
+func ValidateIgnore(names []string) ([]string, error) {
+	known := append(Names(), IgnoreAll)
+	var out []string
+	var errs []error
+	for _, n := range names {
+		n = strings.ToLower(strings.TrimSpace(n))
+		if n == "" {
+			errs = append(errs, errors.New("--ignore-preflight-errors: empty check name"))
+			continue
+		}
+		if !slices.Contains(known, n) {
+			hint := ""
+			if s, ok := suggest.Closest(n, known); ok {
+				hint = fmt.Sprintf("; did you mean %q?", s)
+			}
+			errs = append(errs, fmt.Errorf("--ignore-preflight-errors: unknown preflight check %q%s (known: %s, or %s)", n, hint, strings.Join(Names(), ", "), IgnoreAll))
+			continue
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	if slices.Contains(out, IgnoreAll) && len(out) > 1 {
+		errs = append(errs, errors.New("--ignore-preflight-errors: \"all\" ignores every check; do not name others with it"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// run evaluates the checks of the given scopes on one host, in list order.
+func run(in Input, scopes ...Scope) []Finding {
 	var out []Finding
-	add := func(check string, sev Severity, format string, a ...any) {
-		out = append(out, Finding{Check: check, Host: h.Name, Severity: sev, Message: fmt.Sprintf(format, a...)})
-	}
-	if h.OS == provision.Windows {
-		want := x.WindowsBuilds[h.Name]
-		switch {
-		case f.WindowsBuild == "":
-			add(CheckWindowsBuild, SeverityError, "could not read the Windows build (HKLM:\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion)")
-		case want != "" && lastDotPart(want) != f.WindowsBuild:
-			add(CheckWindowsBuild, SeverityError, "build %s (%s), the spec says %s: process-isolated containers need images of the host's build", f.WindowsBuild, f.WindowsProductName, want)
+	for _, c := range Checks() {
+		if !slices.Contains(scopes, c.scope) || !c.appliesTo(in.Host) {
+			continue
 		}
+		warnings, errs := c.Check(in)
+		for _, w := range warnings {
+			out = append(out, Finding{Check: c.name, Host: in.Host.Name, Severity: SeverityWarning, Message: w.Error()})
+		}
+		for _, e := range errs {
+			out = append(out, Finding{Check: c.name, Host: in.Host.Name, Severity: SeverityError, Message: e.Error()})
+		}
+	}
+	return out
+}
+
+// preparedNote is added to a ScopePrepared error reported before the
+// preparation, which turns it into a warning.
+const preparedNote = " (a warning before preparation, which sets this up; post-prepare checks it again)"
+
+// CheckHost runs the node checks on one host's facts, as the "preflight"
+// phase does: errors of the checks the preparation fixes (time-sync,
+// clock-skew, api-name-resolves) are warnings here.
+func CheckHost(f *Facts, h provision.Host, x Expect) []Finding {
+	out := run(Input{Host: h, Facts: f, Expect: x}, ScopeNode, ScopePrepared)
+	prepared := map[string]bool{}
+	for _, c := range Checks() {
+		prepared[c.name] = c.scope == ScopePrepared
+	}
+	for i, fd := range out {
+		if prepared[fd.Check] && fd.Severity == SeverityError {
+			out[i].Severity = SeverityWarning
+			out[i].Message += preparedNote
+		}
+	}
+	return out
+}
+
+// NodeChecks are the names of the checks "preflight" runs on h, in order.
+func NodeChecks(h provision.Host, scopes ...Scope) []string {
+	var out []string
+	for _, c := range Checks() {
+		if slices.Contains(scopes, c.scope) && c.appliesTo(h) {
+			out = append(out, c.name)
+		}
+	}
+	return out
+}
+
+// CheckPrepared runs the checks that the preparation should have fixed,
+// as the "post-prepare" phase does: their errors are errors.
+func CheckPrepared(f *Facts, h provision.Host, x Expect) []Finding {
+	return run(Input{Host: h, Facts: f, Expect: x}, ScopePrepared)
+}
+
+// CheckCluster runs the checks across nodes, as "preflight-cluster" does.
+func CheckCluster(facts []*Facts) []Finding {
+	var out []Finding
+	for _, f := range facts {
+		out = append(out, run(Input{Host: provision.Host{Name: f.Host, OS: f.OS}, Facts: f, All: facts}, ScopeCluster)...)
+	}
+	// By check, then host: the list order of checks, as for a node.
+	order := map[string]int{}
+	for i, n := range Names() {
+		order[n] = i
+	}
+	sort.SliceStable(out, func(i, j int) bool { return order[out[i].Check] < order[out[j].Check] })
+	return out
+}
+
+func checkOSVersion(in Input) (warnings, errs []error) {
+	f, x := in.Facts, in.Expect
+	if in.Host.OS == provision.Windows {
 		if f.WindowsInstallationType != "" && f.WindowsInstallationType != "Server Core" && f.WindowsInstallationType != "Server" {
-			add(CheckOSVersion, SeverityWarning, "installation type %q; the guide uses Windows Server (Core)", f.WindowsInstallationType)
+			warnings = append(warnings, fmt.Errorf("installation type %q; the guide uses Windows Server (Core)", f.WindowsInstallationType))
 		}
-	} else {
-		switch {
-		case f.OSID == "":
-			add(CheckOSVersion, SeverityWarning, "could not read /etc/os-release")
-		case x.LinuxID != "" && f.OSID != x.LinuxID, x.LinuxVersionID != "" && f.OSVersionID != x.LinuxVersionID:
-			add(CheckOSVersion, SeverityWarning, "%s (%s %s), the procedure is written for %s %s", f.OSPrettyName, f.OSID, f.OSVersionID, x.LinuxID, x.LinuxVersionID)
-		}
-		switch {
-		case !f.SwapKnown:
-			add(CheckSwap, SeverityWarning, "could not read /proc/swaps")
-		case len(f.SwapDevices) > 0:
-			add(CheckSwap, SeverityError, "swap is on (%s): the kubelet requires it off; swapoff -a and remove it from /etc/fstab", strings.Join(f.SwapDevices, ", "))
-		}
+		return warnings, nil
 	}
-	if f.ProductUUID == "" {
-		add(CheckFactsReadable, SeverityWarning, "could not read the product_uuid (on Linux it needs root: sudo), so its uniqueness is not checked")
+	switch {
+	case f.OSID == "":
+		warnings = append(warnings, errors.New("could not read /etc/os-release"))
+	case x.LinuxID != "" && f.OSID != x.LinuxID, x.LinuxVersionID != "" && f.OSVersionID != x.LinuxVersionID:
+		warnings = append(warnings, fmt.Errorf("%s (%s %s), the procedure is written for %s %s", f.OSPrettyName, f.OSID, f.OSVersionID, x.LinuxID, x.LinuxVersionID))
 	}
-	if f.MachineID == "" {
-		add(CheckFactsReadable, SeverityWarning, "could not read the machine id, so its uniqueness is not checked")
+	return warnings, nil
+}
+
+func checkWindowsBuild(in Input) (warnings, errs []error) {
+	f := in.Facts
+	want := in.Expect.WindowsBuilds[in.Host.Name]
+	switch {
+	case f.WindowsBuild == "":
+		errs = append(errs, errors.New(`could not read the Windows build (HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion)`))
+	case want != "" && lastDotPart(want) != f.WindowsBuild:
+		errs = append(errs, fmt.Errorf("build %s (%s), the spec says %s: process-isolated containers need images of the host's build", f.WindowsBuild, f.WindowsProductName, want))
 	}
+	return nil, errs
+}
+
+func checkSwap(in Input) (warnings, errs []error) {
+	f := in.Facts
+	switch {
+	case !f.SwapKnown:
+		warnings = append(warnings, errors.New("could not read /proc/swaps"))
+	case len(f.SwapDevices) > 0:
+		errs = append(errs, fmt.Errorf("swap is on (%s): the kubelet requires it off; swapoff -a and remove it from /etc/fstab", strings.Join(f.SwapDevices, ", ")))
+	}
+	return warnings, errs
+}
+
+func checkFactsReadable(in Input) (warnings, errs []error) {
+	if in.Facts.ProductUUID == "" {
+		warnings = append(warnings, errors.New("could not read the product_uuid (on Linux it needs root: sudo), so its uniqueness is not checked"))
+	}
+	if in.Facts.MachineID == "" {
+		warnings = append(warnings, errors.New("could not read the machine id, so its uniqueness is not checked"))
+	}
+	return warnings, nil
+}
+
+func checkTimeSync(in Input) (warnings, errs []error) {
+	f := in.Facts
 	switch f.TimeSynced {
 	case "yes":
 	case "":
-		add(CheckTimeSync, SeverityWarning, "could not tell whether the clock is synchronized")
+		warnings = append(warnings, errors.New("could not tell whether the clock is synchronized"))
 	default:
 		src := ""
 		if f.TimeSource != "" {
 			src = " (source: " + f.TimeSource + ")"
 		}
-		add(CheckTimeSync, SeverityError, "the clock is not synchronized%s: kubelet certificates become \"not yet valid\" or \"expired\"; configure chrony (Linux) or w32tm (Windows) with the spec's NTP servers", src)
+		errs = append(errs, fmt.Errorf("the clock is not synchronized%s: kubelet certificates become \"not yet valid\" or \"expired\"; prepare.sh (chrony) and prepare.ps1 (w32tm) point it at the spec's NTP servers", src))
 	}
-	maxSkew := x.MaxClockSkew
+	return warnings, errs
+}
+
+func checkClockSkew(in Input) (warnings, errs []error) {
+	f := in.Facts
+	maxSkew := in.Expect.MaxClockSkew
 	if maxSkew <= 0 {
 		maxSkew = 30 * time.Second
 	}
-	if f.ClockSkewKnown {
-		skew := f.ClockSkew
-		if skew < 0 {
-			skew = -skew
-		}
-		// Whole seconds and the round trip make ±1s noise.
-		switch {
-		case skew > maxSkew:
-			add(CheckClockSkew, SeverityError, "the clock is %s off this machine's", f.ClockSkew)
-		case skew > maxSkew/2 && skew > 2*time.Second:
-			add(CheckClockSkew, SeverityWarning, "the clock is %s off this machine's", f.ClockSkew)
+	if !f.ClockSkewKnown {
+		return nil, nil
+	}
+	skew := f.ClockSkew
+	if skew < 0 {
+		skew = -skew
+	}
+	// Whole seconds and the round trip make ±1s noise.
+	switch {
+	case skew > maxSkew:
+		errs = append(errs, fmt.Errorf("the clock is %s off this machine's", f.ClockSkew))
+	case skew > maxSkew/2 && skew > 2*time.Second:
+		warnings = append(warnings, fmt.Errorf("the clock is %s off this machine's", f.ClockSkew))
+	}
+	return warnings, errs
+}
+
+func checkAPIName(in Input) (warnings, errs []error) {
+	f, x := in.Facts, in.Expect
+	if x.APIName == "" {
+		return nil, nil
+	}
+	switch {
+	case len(f.Resolved) == 0:
+		errs = append(errs, fmt.Errorf("%s does not resolve on the host; every node must resolve the API name (DNS record or hosts file; the prepare scripts set the spec's DNS servers)", x.APIName))
+	case len(x.APIAddresses) > 0 && !slices.ContainsFunc(f.Resolved, func(a string) bool { return slices.Contains(x.APIAddresses, a) }):
+		errs = append(errs, fmt.Errorf("%s resolves to %s, want %s", x.APIName, strings.Join(f.Resolved, ", "), strings.Join(x.APIAddresses, ", ")))
+	}
+	return nil, errs
+}
+
+// checkPortFree: a node that already belongs to the cluster (a re-run)
+// has its kubelet, and on the control plane the API server and etcd,
+// listening.
+func checkPortFree(in Input) (warnings, errs []error) {
+	if in.Expect.AlreadyInstalled || in.Facts.KubeletConfigured {
+		return nil, nil
+	}
+	for _, p := range RequiredPorts(in.Host) {
+		if in.Facts.Listening[p.Number] {
+			errs = append(errs, fmt.Errorf("port %d/tcp (%s) is in use", p.Number, p.Purpose))
 		}
 	}
-	if x.APIName != "" {
-		switch {
-		case len(f.Resolved) == 0:
-			add(CheckAPIName, SeverityError, "%s does not resolve on the host; every node must resolve the API name (DNS record or hosts file)", x.APIName)
-		case len(x.APIAddresses) > 0 && !slices.ContainsFunc(f.Resolved, func(a string) bool { return slices.Contains(x.APIAddresses, a) }):
-			add(CheckAPIName, SeverityError, "%s resolves to %s, want %s", x.APIName, strings.Join(f.Resolved, ", "), strings.Join(x.APIAddresses, ", "))
+	return nil, errs
+}
+
+// unique is a check across nodes: no other node shares this one's value
+// (machines cloned from one template share them, and then kubelets and
+// Calico confuse the nodes). Unknown values are not compared.
+func unique(what string, get func(*Facts) string, fix string) func(Input) ([]error, []error) {
+	return func(in Input) (warnings, errs []error) {
+		v := get(in.Facts)
+		if v == "" {
+			return nil, nil
 		}
-	}
-	// A node that already belongs to the cluster (a re-run) has its
-	// kubelet, and on the control plane the API server and etcd, listening.
-	if !x.AlreadyInstalled && !f.KubeletConfigured {
-		for _, p := range RequiredPorts(h) {
-			if f.Listening[p.Number] {
-				add(CheckPortFree, SeverityError, "port %d/tcp (%s) is in use", p.Number, p.Purpose)
+		var hosts []string
+		for _, f := range in.All {
+			if get(f) == v {
+				hosts = append(hosts, f.Host)
 			}
 		}
+		if len(hosts) > 1 {
+			errs = append(errs, fmt.Errorf("the %s %s is shared by %s: %s", what, v, strings.Join(hosts, ", "), fix))
+		}
+		return nil, errs
 	}
-	return out
 }
 
 func lastDotPart(s string) string {
@@ -174,52 +445,42 @@ func lastDotPart(s string) string {
 	return s
 }
 
-// CheckCluster evaluates facts across hosts: product_uuid and machine id
-// must be unique (machines cloned from one template share them, and then
-// kubelets and Calico confuse the nodes).
-func CheckCluster(facts []*Facts) []Finding {
-	var out []Finding
-	for _, c := range []struct {
-		check, what string
-		get         func(*Facts) string
-		fix         string
-	}{
-		{CheckProductUUID, "product_uuid", func(f *Facts) string { return f.ProductUUID }, "give each VM its own SMBIOS UUID"},
-		{CheckMachineID, "machine id", func(f *Facts) string { return f.MachineID }, "regenerate it: rm /etc/machine-id && systemd-machine-id-setup (Linux); sysprep the image (Windows)"},
-	} {
-		by := map[string][]string{}
-		for _, f := range facts {
-			if v := c.get(f); v != "" {
-				by[v] = append(by[v], f.Host)
-			}
-		}
-		var dups []string
-		for v, hosts := range by {
-			if len(hosts) > 1 {
-				dups = append(dups, v)
-			}
-		}
-		sort.Strings(dups)
-		for _, v := range dups {
-			hosts := by[v]
-			for _, h := range hosts {
-				out = append(out, Finding{Check: c.check, Host: h, Severity: SeverityError,
-					Message: fmt.Sprintf("the %s %s is shared by %s: %s", c.what, v, strings.Join(hosts, ", "), c.fix)})
-			}
-		}
-	}
-	return out
-}
-
 // Apply turns findings into the phase outcome: errors not ignored (by
 // check name) fail it; the rest are warnings.
 func Apply(findings []Finding, ignore []string) (errs, warnings []Finding) {
 	for _, f := range findings {
-		if f.Severity == SeverityError && !slices.Contains(ignore, f.Check) && !slices.Contains(ignore, "all") {
+		if f.Severity == SeverityError && !slices.Contains(ignore, f.Check) && !slices.Contains(ignore, IgnoreAll) {
 			errs = append(errs, f)
 		} else {
 			warnings = append(warnings, f)
 		}
 	}
 	return errs, warnings
+}
+
+// DocTable is the Markdown table of Checks in docs/apply.md (a test keeps
+// the two equal).
+func DocTable() string {
+	var b strings.Builder
+	b.WriteString("| name | runs on | when | what | severity |\n|------|---------|------|------|----------|\n")
+	for _, c := range Checks() {
+		on := "every node"
+		switch {
+		case c.scope == ScopeCluster:
+			on = "all nodes together"
+		case c.os == provision.Linux:
+			on = "Linux nodes"
+		case c.os == provision.Windows:
+			on = "Windows nodes"
+		}
+		when := "`preflight`"
+		switch c.scope {
+		case ScopeCluster:
+			when = "`preflight-cluster`"
+		case ScopePrepared:
+			when = "`preflight` (warning only), `post-prepare`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", c.name, on, when, c.Doc, c.Severity)
+	}
+	return b.String()
 }

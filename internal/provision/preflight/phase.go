@@ -6,17 +6,28 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hybridctl/hybridctl/internal/provision"
 )
 
-// Phases returns the two preflight phases: "preflight" gathers and checks
-// each node, "preflight-cluster" (a gate after it) checks across nodes.
-// They share the gathered facts; after a resume, the cluster phase gathers
-// what it is missing itself.
-func Phases(runner func(ctx context.Context, host string) (Runner, error), hosts []provision.Host, x Expect, ignore []string) []provision.Phase {
+// Default bounds of the post-prepare phase's wait for the clock and the
+// API name (Expect.PostPrepareWait, PostPreparePoll).
+const (
+	DefaultPostPrepareWait = 3 * time.Minute
+	DefaultPostPreparePoll = 10 * time.Second
+)
+
+// Phases returns the preflight phases. before goes first in the list:
+// "preflight" gathers and checks each node, "preflight-cluster" (a gate
+// after it) checks across nodes; they share the gathered facts, and after
+// a resume the cluster phase gathers what it is missing itself.
+// postPrepare, "post-prepare", goes after the preparation phases: it checks
+// again, as errors, what preflight only warned about because the
+// preparation sets it up (time-sync, clock-skew, api-name-resolves).
+func Phases(runner func(ctx context.Context, host string) (Runner, error), hosts []provision.Host, x Expect, ignore []string) (before []provision.Phase, postPrepare provision.Phase) {
 	st := &store{runner: runner, hosts: hosts, expect: x, ignore: ignore, facts: map[string]*Facts{}}
-	return []provision.Phase{&hostPhase{st}, &clusterPhase{st}}
+	return []provision.Phase{&hostPhase{st}, &clusterPhase{st}}, &postPreparePhase{st}
 }
 
 type store struct {
@@ -83,10 +94,7 @@ func (p *hostPhase) Run(ctx context.Context, h provision.Host) error {
 }
 
 func (p *hostPhase) DryRun(_ context.Context, h provision.Host) ([]string, error) {
-	checks := []string{CheckOSVersion, CheckSwap, CheckTimeSync, CheckClockSkew, CheckAPIName, CheckPortFree}
-	if h.IsWindows() {
-		checks = []string{CheckWindowsBuild, CheckTimeSync, CheckClockSkew, CheckAPIName, CheckPortFree}
-	}
+	checks := NodeChecks(h, ScopeNode, ScopePrepared)
 	var ports []string
 	for _, pt := range RequiredPorts(h) {
 		ports = append(ports, fmt.Sprint(pt.Number))
@@ -94,7 +102,8 @@ func (p *hostPhase) DryRun(_ context.Context, h provision.Host) ([]string, error
 	return []string{
 		"connect over SSH and read facts (read-only): OS, product_uuid, machine id, swap, time sync, clock, " +
 			p.expect.APIName + " resolution, listening ports",
-		"check " + strings.Join(checks, ", ") + " (ports " + strings.Join(ports, ", ") + " must be free)",
+		"check " + strings.Join(checks, ", ") + " (ports " + strings.Join(ports, ", ") + " must be free; " +
+			strings.Join(NodeChecks(h, ScopePrepared), ", ") + " only warn: the preparation sets them up)",
 	}, nil
 }
 
@@ -133,4 +142,58 @@ func (p *clusterPhase) Run(ctx context.Context, _ provision.Host) error {
 
 func (p *clusterPhase) DryRun(context.Context, provision.Host) ([]string, error) {
 	return []string{"compare product_uuid and machine id across all nodes (must be unique)"}, nil
+}
+
+// postPreparePhase checks again, after prepare.sh or prepare.ps1 pointed
+// the node at the spec's NTP and DNS servers, what preflight only warned
+// about. A clock takes a while to synchronise, so it retries until
+// Expect.PostPrepareWait has passed.
+type postPreparePhase struct{ *store }
+
+func (p *postPreparePhase) Title() string { return "post-prepare" }
+func (p *postPreparePhase) Description() string {
+	return "after the preparation, check the clock and the API name again, as errors"
+}
+func (p *postPreparePhase) Targets(hosts []provision.Host) []provision.Host {
+	return provision.Nodes(hosts)
+}
+
+func (p *postPreparePhase) wait() (time.Duration, time.Duration) {
+	w, poll := p.expect.PostPrepareWait, p.expect.PostPreparePoll
+	if w <= 0 {
+		w = DefaultPostPrepareWait
+	}
+	if poll <= 0 {
+		poll = DefaultPostPreparePoll
+	}
+	return w, poll
+}
+
+func (p *postPreparePhase) DryRun(_ context.Context, h provision.Host) ([]string, error) {
+	w, poll := p.wait()
+	return []string{
+		"read the facts again (read-only) and check " + strings.Join(NodeChecks(h, ScopePrepared), ", ") +
+			fmt.Sprintf(" as errors, every %s for up to %s while the clock synchronises", poll, w),
+	}, nil
+}
+
+func (p *postPreparePhase) Run(ctx context.Context, h provision.Host) error {
+	w, poll := p.wait()
+	deadline := time.Now().Add(w)
+	for {
+		f, err := p.gather(ctx, h)
+		if err != nil {
+			return err
+		}
+		findings := CheckPrepared(f, h, p.expect)
+		errs, _ := Apply(findings, p.ignore)
+		if len(errs) == 0 || !time.Now().Add(poll).Before(deadline) {
+			return p.outcome(ctx, findings)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(poll):
+		}
+	}
 }

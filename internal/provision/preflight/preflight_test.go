@@ -95,11 +95,11 @@ func TestCheckHost(t *testing.T) {
 		{"clean Linux worker", linuxWorker, good, labExpect, nil},
 		{"swap on", linuxWorker, func() *Facts { f := good(); f.SwapDevices = []string{"/swap.img"}; return f }, labExpect, []string{"error:swap"}},
 		{"other distribution", linuxWorker, func() *Facts { f := good(); f.OSID, f.OSVersionID = "debian", "12"; return f }, labExpect, []string{"warning:os-version"}},
-		{"clock not synced", linuxWorker, func() *Facts { f := good(); f.TimeSynced = "no"; return f }, labExpect, []string{"error:time-sync"}},
-		{"clock far off", linuxWorker, func() *Facts { f := good(); f.ClockSkew = -2 * time.Minute; return f }, labExpect, []string{"error:clock-skew"}},
+		{"clock not synced", linuxWorker, func() *Facts { f := good(); f.TimeSynced = "no"; return f }, labExpect, []string{"warning:time-sync"}},
+		{"clock far off", linuxWorker, func() *Facts { f := good(); f.ClockSkew = -2 * time.Minute; return f }, labExpect, []string{"warning:clock-skew"}},
 		{"clock a bit off", linuxWorker, func() *Facts { f := good(); f.ClockSkew = 20 * time.Second; return f }, labExpect, []string{"warning:clock-skew"}},
-		{"API name missing", linuxWorker, func() *Facts { f := good(); f.Resolved = nil; return f }, labExpect, []string{"error:api-name-resolves"}},
-		{"API name wrong", linuxWorker, func() *Facts { f := good(); f.Resolved = []string{"192.168.10.99"}; return f }, labExpect, []string{"error:api-name-resolves"}},
+		{"API name missing", linuxWorker, func() *Facts { f := good(); f.Resolved = nil; return f }, labExpect, []string{"warning:api-name-resolves"}},
+		{"API name wrong", linuxWorker, func() *Facts { f := good(); f.Resolved = []string{"192.168.10.99"}; return f }, labExpect, []string{"warning:api-name-resolves"}},
 		{"kubelet port busy on worker", linuxWorker, func() *Facts { f := good(); f.Listening[10250] = true; return f }, labExpect, []string{"error:port-free"}},
 		{"etcd port busy on control plane", controlPl, func() *Facts { f := good(); f.Listening[2379] = true; f.Listening[6443] = true; return f }, labExpect, []string{"error:port-free", "error:port-free"}},
 		{"etcd port on worker is fine", linuxWorker, func() *Facts { f := good(); f.Listening[2379] = true; return f }, labExpect, nil},
@@ -118,7 +118,7 @@ func TestCheckHost(t *testing.T) {
 		}, labExpect, []string{"error:windows-build"}},
 		{"Windows on local clock", winWorker, func() *Facts {
 			return &Facts{WindowsBuild: "26100", ProductUUID: "u", MachineID: "m", TimeSynced: "no", TimeSource: "Local CMOS Clock", Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}}
-		}, labExpect, []string{"error:time-sync"}},
+		}, labExpect, []string{"warning:time-sync"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -174,6 +174,11 @@ func TestApplyIgnore(t *testing.T) {
 // dialLoopback connects to a fresh loopback SSH server.
 func dialLoopback(t *testing.T) (*transport.Client, *sshtest.Server) {
 	t.Helper()
+	return dialLoopbackOS(t, provision.Linux)
+}
+
+func dialLoopbackOS(t *testing.T, hostOS provision.OS) (*transport.Client, *sshtest.Server) {
+	t.Helper()
 	key := sshtest.NewKey(t)
 	srv := sshtest.Start(t, key.Signer.PublicKey())
 	kh := filepath.Join(t.TempDir(), "known_hosts")
@@ -182,7 +187,7 @@ func dialLoopback(t *testing.T) (*transport.Client, *sshtest.Server) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := transport.Dial(ctx, transport.Config{Host: "loopback", Address: srv.Addr, User: "u", KeyFiles: []string{key.Path}, KnownHosts: &transport.KnownHosts{Path: kh}})
+	c, err := transport.Dial(ctx, transport.Config{Host: "loopback", OS: hostOS, Address: srv.Addr, User: "u", KeyFiles: []string{key.Path}, KnownHosts: &transport.KnownHosts{Path: kh}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +246,7 @@ func TestPreflightPhasesClonedHosts(t *testing.T) {
 		{Name: "clone-b", Role: provision.RoleWorker, OS: provision.Linux},
 	}
 	runner := func(context.Context, string) (Runner, error) { return c, nil }
-	phases := Phases(runner, hosts, Expect{APIName: "localhost", AlreadyInstalled: true}, []string{CheckTimeSync, CheckOSVersion})
+	phases, _ := Phases(runner, hosts, Expect{APIName: "localhost", AlreadyInstalled: true}, []string{CheckTimeSync, CheckOSVersion})
 	var events []provision.Event
 	rep := provision.ReporterFunc(func(e provision.Event) { events = append(events, e) })
 	e, err := provision.New(phases, hosts, provision.Options{Reporter: rep, Concurrency: 1})
@@ -264,5 +269,174 @@ func TestPreflightPhasesClonedHosts(t *testing.T) {
 	}
 	if !warned {
 		t.Error("ignored or unknown checks should be reported as warnings")
+	}
+}
+
+// The checks the preparation fixes are warnings before it (a fresh node on
+// the local CMOS clock, with no DNS server that knows the API name, gets
+// through preflight) and errors after it; the other checks do not run
+// after it.
+func TestSeverityBeforeAndAfterPrepare(t *testing.T) {
+	fresh := &Facts{Host: winWorker.Name, WindowsBuild: "26100", ProductUUID: "u", MachineID: "m", TimeSynced: "no",
+		TimeSource: "Local CMOS Clock", ClockSkewKnown: true, ClockSkew: 5 * time.Minute, Listening: map[int]bool{10250: true}}
+	before := CheckHost(fresh, winWorker, labExpect)
+	if got, want := checks(before), []string{"error:port-free", "warning:api-name-resolves", "warning:clock-skew", "warning:time-sync"}; !slices.Equal(got, want) {
+		t.Fatalf("before preparation: got %v, want %v", got, want)
+	}
+	for _, f := range before {
+		if f.Severity == SeverityWarning && !strings.Contains(f.Message, "post-prepare checks it again") {
+			t.Errorf("a downgraded finding must say it is checked again: %s", f)
+		}
+	}
+	after := CheckPrepared(fresh, winWorker, labExpect)
+	if got, want := checks(after), []string{"error:api-name-resolves", "error:clock-skew", "error:time-sync"}; !slices.Equal(got, want) {
+		t.Fatalf("after preparation: got %v, want %v", got, want)
+	}
+	synced := *fresh
+	synced.TimeSynced, synced.TimeSource, synced.ClockSkew, synced.Resolved = "yes", "ntp.example.com,0x8", 0, []string{"192.168.10.23"}
+	if got := CheckPrepared(&synced, winWorker, labExpect); len(got) != 0 {
+		t.Errorf("a prepared node: %v", got)
+	}
+	errs, _ := Apply(after, []string{CheckTimeSync, CheckClockSkew})
+	if len(errs) != 1 || errs[0].Check != CheckAPIName {
+		t.Errorf("--ignore-preflight-errors applies to post-prepare too: %v", errs)
+	}
+}
+
+func TestChecksList(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range Checks() {
+		if seen[c.Name()] || c.Name() != strings.ToLower(c.Name()) || c.Doc == "" || c.Severity == "" || c.check == nil {
+			t.Errorf("check %q: duplicate, not lower case, or without doc, severity or function", c.Name())
+		}
+		seen[c.Name()] = true
+	}
+	if seen[IgnoreAll] {
+		t.Errorf("%q is reserved for --ignore-preflight-errors", IgnoreAll)
+	}
+	// Every finding a check can produce carries its own name.
+	f := &Facts{Host: "x", SwapKnown: true, SwapDevices: []string{"/s"}, TimeSynced: "no", ClockSkewKnown: true, ClockSkew: time.Hour,
+		Listening: map[int]bool{10250: true}}
+	for _, fd := range CheckPrepared(f, linuxWorker, labExpect) {
+		if !seen[fd.Check] {
+			t.Errorf("finding of an unlisted check: %v", fd)
+		}
+	}
+	if got := NodeChecks(winWorker, ScopeNode, ScopePrepared); slices.Contains(got, CheckSwap) || !slices.Contains(got, CheckWindowsBuild) {
+		t.Errorf("Windows node checks: %v", got)
+	}
+	if got := NodeChecks(linuxWorker, ScopeNode, ScopePrepared); !slices.Contains(got, CheckSwap) || slices.Contains(got, CheckWindowsBuild) {
+		t.Errorf("Linux node checks: %v", got)
+	}
+}
+
+func TestValidateIgnore(t *testing.T) {
+	for _, tc := range []struct {
+		in      []string
+		want    []string
+		wantErr string
+	}{
+		{nil, nil, ""},
+		{[]string{"swap", "Clock-Skew"}, []string{"swap", "clock-skew"}, ""},
+		{[]string{"swap", "swap"}, []string{"swap"}, ""},
+		{[]string{"all"}, []string{"all"}, ""},
+		{[]string{"ALL"}, []string{"all"}, ""},
+		{[]string{"swapp"}, nil, `unknown preflight check "swapp"; did you mean "swap"?`},
+		{[]string{"time-synk"}, nil, `did you mean "time-sync"?`},
+		{[]string{"api-name"}, nil, `unknown preflight check "api-name" (known:`},
+		{[]string{"all", "swap"}, nil, `"all" ignores every check`},
+		{[]string{""}, nil, "empty check name"},
+		{[]string{"Swap", "portfree"}, nil, `did you mean "port-free"?`},
+	} {
+		got, err := ValidateIgnore(tc.in)
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%q: %v", tc.in, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%q: error %v, want one containing %q", tc.in, err, tc.wantErr)
+		case tc.wantErr == "" && !slices.Equal(got, tc.want):
+			t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	// Every listed name is accepted.
+	if _, err := ValidateIgnore(Names()); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestDocTable keeps docs/apply.md's preflight table equal to Checks().
+func TestDocTable(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/apply.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := DocTable()
+	if !strings.Contains(string(doc), "\n"+table+"\n") {
+		t.Errorf("docs/apply.md's preflight table is stale; replace it with:\n\n%s", table)
+	}
+	for _, n := range Names() {
+		if !strings.Contains(table, "| `"+n+"` |") {
+			t.Errorf("table lacks %s", n)
+		}
+	}
+}
+
+// windowsFactsShim is a powershell stand-in that answers the gathering
+// script with the Windows fixture, this machine's clock, and a time source
+// that is the local CMOS clock for the first $SYNC_AFTER calls, then the
+// NTP server (w32tm synchronising after prepare.ps1 configured it).
+const windowsFactsShim = `#!/bin/sh
+n=$(cat "$SHIM_DIR/calls" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$SHIM_DIR/calls"
+src='router.example.com,0x8'; [ "$n" -le "$SYNC_AFTER" ] && src='Local CMOS Clock'
+sed -e "s/^Source: .*/Source: $src\r/" -e "s/^1795000001/$(date +%s)/" "$FIXTURE"
+`
+
+// TestPostPrepareWaitsForTheClock runs post-prepare through the engine
+// over SSH: the clock synchronises on the third look, within the wait; with
+// a wait too short for that, the phase fails after one look, naming
+// time-sync.
+func TestPostPrepareWaitsForTheClock(t *testing.T) {
+	fixturePath, err := filepath.Abs(filepath.Join("testdata", "windows-server-2025.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		wait    time.Duration
+		wantErr bool
+		calls   string
+	}{
+		{"synchronises within the wait", 20 * time.Second, false, "3"},
+		{"does not within the wait", time.Millisecond, true, "1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, srv := dialLoopbackOS(t, provision.Windows)
+			srv.Shim("powershell", "#!/bin/sh\nSYNC_AFTER=2 FIXTURE="+fixturePath+" exec sh \"$SHIM_DIR/bin/facts.sh\"\n")
+			if err := os.WriteFile(filepath.Join(srv.Dir, "bin", "facts.sh"), []byte(windowsFactsShim), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			hosts := []provision.Host{winWorker}
+			x := labExpect
+			x.PostPrepareWait, x.PostPreparePoll = tc.wait, 100*time.Millisecond
+			runner := func(context.Context, string) (Runner, error) { return c, nil }
+			_, post := Phases(runner, hosts, x, nil)
+			e, err := provision.New([]provision.Phase{post}, hosts, provision.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err = e.Run(ctx)
+			if tc.wantErr != (err != nil) {
+				t.Fatalf("error %v, want error %v", err, tc.wantErr)
+			}
+			if err != nil && (!strings.Contains(err.Error(), "[time-sync] k8s-lab-win-1") || !strings.Contains(err.Error(), "Local CMOS Clock")) {
+				t.Errorf("the failure must name the check, host and source: %v", err)
+			}
+			calls, _ := os.ReadFile(filepath.Join(srv.Dir, "calls"))
+			if got := strings.TrimSpace(string(calls)); got != tc.calls {
+				t.Errorf("gathered %s times, want %s", got, tc.calls)
+			}
+		})
 	}
 }

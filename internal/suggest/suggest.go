@@ -1,0 +1,45 @@
+// Package suggest proposes the known word closest to a misspelled one, for
+// "did you mean" hints.
+package suggest
+
+import "strings"
+
+// Closest returns the candidate nearest to word by edit distance (case
+// ignored), when it is close enough to be a likely typo: at most 2 edits,
+// and at most half of word's length. Ties go to the earlier candidate.
+func Closest(word string, candidates []string) (string, bool) {
+	w := strings.ToLower(word)
+	best, bestD := "", -1
+	for _, c := range candidates {
+		d := Distance(w, strings.ToLower(c))
+		if bestD < 0 || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if bestD < 0 || bestD > 2 || 2*bestD > len([]rune(w)) {
+		return "", false
+	}
+	return best, true
+}
+
+// Distance is the Levenshtein distance between a and b, in runes.
+func Distance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
