@@ -38,19 +38,22 @@ fi
 
 if command -v shellcheck >/dev/null 2>&1; then
 	echo "== shellcheck"
-	shellcheck .ci/run hack/test.sh hack/install-deps.sh hack/testenv/testenv bench/*.sh
+	shellcheck .ci/run hack/test.sh hack/install-deps.sh hack/testenv/testenv hack/lab/lab bench/*.sh
 fi
 
 echo "== go vet"
 go vet ./...
 go -C hack/testenv vet ./...
+go -C hack/lab vet ./...
 
 echo "== staticcheck"
 go run "$staticcheck" ./...
 (cd hack/testenv && go run "$staticcheck" ./...)
+(cd hack/lab && go run "$staticcheck" ./...)
 
 echo "== go test"
 status=0
 go -C hack/testenv test -count=1 ./... || status=$?
+go -C hack/lab test -count=1 ./... || status=$?
 go test -count=1 -timeout 30m "$@" ./... || status=$?
 exit "$status"

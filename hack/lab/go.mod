@@ -7,3 +7,21 @@ module github.com/hybridctl/hybridctl/hack/lab
 go 1.26.0
 
 require github.com/google/go-containerregistry v0.22.1
+
+require (
+	github.com/hybridctl/hybridctl v0.0.0
+	golang.org/x/crypto v0.54.0
+)
+
+require (
+	github.com/go-logr/logr v1.4.3 // indirect
+	github.com/kr/text v0.2.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
+	k8s.io/apimachinery v0.37.2 // indirect
+	k8s.io/klog/v2 v2.140.0 // indirect
+	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
+)
+
+// The lab reads specs with hybridctl's own loader and planner.
+replace github.com/hybridctl/hybridctl => ../..
