@@ -71,6 +71,12 @@ func FromSpec(r *spec.Result, dir, cache string) (*Lab, error) {
 	if err := validName(lab.Name); err != nil {
 		add("metadata.name", "the lab names its directory and cgroups after the cluster: %v", err)
 	}
+	if got, want := c.Spec.Images.Registry, lab.Registry(); got != want {
+		add("spec.images.registry", "the lab serves every image from its registry on the gateway; set it to %s (it is %q)", want, got)
+	}
+	if got := c.Spec.Packages.Source; got != spec.SourceBundle {
+		add("spec.packages.source", "the lab's nodes have no internet; set it to %s (apply --bundle, which `lab flags` prints), not %q", spec.SourceBundle, got)
+	}
 	if d := p.NodeNetwork.DNSServers; len(d) != 1 || d[0] != gw.String() {
 		add("spec.network.dnsServers", "the lab's DNS runs on the gateway; set it to [%s] (it is [%s])", gw, joinComma(d))
 	}
@@ -78,6 +84,9 @@ func FromSpec(r *spec.Result, dir, cache string) (*Lab, error) {
 		if a, err := netip.ParseAddr(s); err == nil && a != gw {
 			add("spec.network.ntpServers", "%s is not the gateway %s: the lab's nodes reach nothing else", s, gw)
 		}
+	}
+	if !c.Spec.AllowCgroupV1 && cgroupV1() {
+		add("spec.allowCgroupV1", "this host runs cgroup v1, and so do the lab's nodes; set it to true")
 	}
 	for i, n := range p.Nodes {
 		path := fmt.Sprintf("spec.nodes[%d]", i)

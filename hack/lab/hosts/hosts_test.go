@@ -84,12 +84,15 @@ spec:
     ntpServers: [NTP]
     dnsSuffix: test.lan
     podCIDR: 10.244.0.0/16
+  images: {registry: REGISTRY}
+  packages: {source: SOURCE}
+  allowCgroupV1: true
   nodes:
   - {name: cp, role: control-plane, address: 10.77.0.10}
   - {name: w1, address: 10.77.0.11, ssh: {user: deploy, port: PORT}}
 `
 	fill := func(dns, ntp, port string) string {
-		return strings.NewReplacer("DNS", dns, "NTP", ntp, "PORT", port).Replace(base)
+		return strings.NewReplacer("DNS", dns, "NTP", ntp, "PORT", port, "REGISTRY", "10.77.0.1:5000", "SOURCE", "bundle").Replace(base)
 	}
 	lab, err := FromSpec(loadSpec(t, fill("10.77.0.1", "10.77.0.1", "22")), "/x/clusters/other", "/x")
 	if err != nil {
@@ -117,6 +120,19 @@ spec:
 		var mf *MisfitError
 		if !errors.As(err, &mf) || len(mf.Misfits) != 1 || mf.Misfits[0].Path != c.path {
 			t.Errorf("%s: want exactly one misfit there, got %v", c.path, err)
+		}
+	}
+	for _, c := range []struct{ registry, source, path string }{
+		{"10.77.0.1:5001", "bundle", "spec.images.registry"},
+		{"10.77.0.2:5000", "bundle", "spec.images.registry"},
+		{"registry.test.lan:5000", "bundle", "spec.images.registry"},
+		{"10.77.0.1:5000", "upstream", "spec.packages.source"},
+	} {
+		y := strings.NewReplacer("DNS", "10.77.0.1", "NTP", "10.77.0.1", "PORT", "22", "REGISTRY", c.registry, "SOURCE", c.source).Replace(base)
+		_, err := FromSpec(loadSpec(t, y), "/x/clusters/other", "/x")
+		var mf *MisfitError
+		if !errors.As(err, &mf) || len(mf.Misfits) != 1 || mf.Misfits[0].Path != c.path || mf.Misfits[0].Line != 13+boolInt(c.path == "spec.packages.source") {
+			t.Errorf("%s %s: want one misfit at %s (line), got %v", c.registry, c.source, c.path, err)
 		}
 	}
 	// An NTP server given by name is not an address off the bridge.
@@ -382,7 +398,7 @@ func TestRenderedFiles(t *testing.T) {
 		t.Errorf("registry config:\n%s", cfg)
 	}
 	fl := strings.Join(lab.ApplyFlags(), " ")
-	for _, want := range []string{"--identity " + lab.KeyPath(), "--known-hosts " + lab.KnownHostsPath(), "--bundle ", "--kubeconfig ", "--state "} {
+	for _, want := range []string{"--identity " + lab.KeyPath(), "--known-hosts " + lab.KnownHostsPath(), "--bundle ", "--kubeconfig ", "--state ", "--ignore-preflight-errors time-sync"} {
 		if !strings.Contains(fl, want) {
 			t.Errorf("apply flags lack %q: %s", want, fl)
 		}
@@ -476,4 +492,11 @@ func TestTreeStampNamesEveryPackage(t *testing.T) {
 			t.Errorf("tree lacks %s", p)
 		}
 	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -101,7 +101,7 @@ func (r Resource) validate() error {
 		}
 	case KindHosts:
 		if !strings.HasPrefix(r.Name, HostsMarkerPrefix) {
-			return fmt.Errorf("hosts marker %q: want %q...", r.Name, HostsMarkerPrefix)
+			return fmt.Errorf("hosts marker %q: want it to start with %q", r.Name, HostsMarkerPrefix)
 		}
 	case KindNspawnRun:
 		if validName(r.Name) != nil {
