@@ -36,6 +36,15 @@ func Down(ctx context.Context, lab *Lab, log func(string, ...any)) error {
 			}
 		}
 	}
+	var machines []string
+	for _, n := range lab.Nodes {
+		machines = append(machines, n.Name)
+	}
+	sc := Scope{ClustersDir: filepath.Dir(lab.Dir), Name: lab.Name, Machines: machines}
+	// Then what runs outside them: a copy or chroot of an interrupted up.
+	for _, r := range labProcesses(sc) {
+		_ = killProcess(r.Name)
+	}
 	for i := len(st.Resources) - 1; i >= 0; i-- {
 		r := st.Resources[i]
 		if err := removeResource(ctx, r, log); err != nil {
@@ -47,11 +56,7 @@ func Down(ctx context.Context, lab *Lab, log func(string, ...any)) error {
 		}
 	}
 	// The sweep: this lab's markers, whatever the state says.
-	var machines []string
-	for _, n := range lab.Nodes {
-		machines = append(machines, n.Name)
-	}
-	sweep := Leftovers(Scope{ClustersDir: filepath.Dir(lab.Dir), Name: lab.Name, Machines: machines})
+	sweep := Leftovers(sc)
 	// processes and mounts before directories
 	sort.SliceStable(sweep, func(i, j int) bool { return sweep[i].Kind != KindDir && sweep[j].Kind == KindDir })
 	for _, r := range sweep {
