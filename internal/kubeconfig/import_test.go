@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/hybridctl/hybridctl/internal/testutil/unpriv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -442,9 +443,11 @@ func TestFailedWriteLeavesOldFile(t *testing.T) {
 	}
 }
 
+// TestReadOnlyDirectoryLeavesOldFile: root ignores directory permissions, so
+// as root the test re-runs itself as nobody (internal/testutil/unpriv).
 func TestReadOnlyDirectoryLeavesOldFile(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root ignores directory permissions; TestFailedWriteLeavesOldFile injects the failure instead")
+	if !unpriv.Run(t) {
+		return
 	}
 	dir := t.TempDir()
 	a, b := kt.StartFakeCluster(t, "a"), kt.StartFakeCluster(t, "b")

@@ -45,20 +45,27 @@ func TestPSQuote(t *testing.T) {
 }
 
 func FuzzPowerShellEncoding(f *testing.F) {
-	for _, s := range []string{"", "dir", "it's \"quoted\"", "ünï ✓ 𝄞", "a\r\nb\x00c", "$(Get-Date) `n"} {
+	for _, s := range []string{"", "dir", "it's \"quoted\"", "ünï ✓ 𝄞", "a\r\nb\x00c", "$(Get-Date) `n", "bad \xff\xfe byte", "\xed\xa0\x80 lone surrogate"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if !utf8.ValidString(s) {
-			t.Skip()
+		// PowerShell reads UTF-16: a byte that is not UTF-8 is sent as
+		// U+FFFD, one per byte (Go's []rune conversion); valid text
+		// round-trips exactly. Invalid inputs are tested, not skipped.
+		want := string([]rune(s))
+		if utf8.ValidString(s) && want != s {
+			t.Fatalf("valid %q changed by the rune conversion", s)
 		}
 		enc := EncodePowerShell(s)
 		dec, err := DecodePowerShell(enc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if dec != s {
-			t.Fatalf("round trip %q -> %q", s, dec)
+		if dec != want {
+			t.Fatalf("round trip %q -> %q, want %q", s, dec, want)
+		}
+		if !utf8.ValidString(dec) {
+			t.Fatalf("decoded %q is not valid UTF-8", dec)
 		}
 	})
 }

@@ -56,12 +56,12 @@ func StartOpenSSH(t *testing.T, authorized ...ssh.PublicKey) *OpenSSH {
 	}
 	u, err := user.Current()
 	if err != nil {
-		t.Skipf("current user: %v", err)
+		t.Fatalf("sshd needs the current user's name and home: %v", err)
 	}
 	if os.Getuid() == 0 {
 		// Privilege separation needs its empty directory.
 		if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
-			t.Skipf("sshd privilege separation directory: %v", err)
+			t.Fatalf("sshd privilege separation directory /run/sshd: %v", err)
 		}
 	}
 	dir := t.TempDir()
