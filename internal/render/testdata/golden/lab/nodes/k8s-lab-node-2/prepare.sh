@@ -83,6 +83,10 @@ printf '%s\n' 'net.bridge.bridge-nf-call-iptables  = 1' 'net.bridge.bridge-nf-ca
 sysctl --system >/dev/null
 
 export DEBIAN_FRONTEND=noninteractive
+step "package lists"
+# A fresh image's lists may be missing or stale: update before the first
+# install.
+apt-get update -qq
 step "chrony with ${NTP_SERVERS[*]}"
 apt-get install -y -qq chrony >/dev/null
 for s in "${NTP_SERVERS[@]}"; do printf 'server %s iburst\n' "$s"; done \

@@ -3,11 +3,15 @@
 # Rendered by hybridctl; the guide's "Preparing Windows Server 2025 Core",
 # "containerd" and "kubelet and kubeadm as Windows services" sections.
 #
-# Run it in an elevated PowerShell on the node, in its own window (not with
-# *>&1: Install-Containerd.ps1's tar output would turn into errors):
+# Run it in an elevated PowerShell on the node:
 #   powershell -ExecutionPolicy Bypass -File .\prepare.ps1
-# It is safe to run again. When a step needs a reboot it says so and stops:
-# reboot and run it again until it prints "ready for kubeadm join".
+# (hybridctl apply runs it the same way over SSH). Every native program runs
+# through Invoke-Native, also inside the upstream scripts, so stderr output
+# (tar's file list) is shown, never fatal: the exit code decides.
+# It is safe to run again: each step is done only when everything it
+# produces is there, and what would block a re-run is cleaned up first.
+# When a step needs a reboot it says so and stops: reboot and run it again
+# until it prints "ready for kubeadm join".
 [CmdletBinding()]
 param(
     # The adapter that carries the node address (sconfig shows it).
@@ -32,18 +36,54 @@ $NodeCIDR = '192.168.10.0/24'
 $KubernetesVersion = 'v1.37.2'
 $ContainerdVersion = '2.2.2'
 $CrictlVersion = '1.37.0'
+$SandboxImage = 'registry.k8s.io/pause:3.10.2'
 $ApiHost = 'k8s-lab-api.example.com'
 $WorkDir = 'C:\k\hybridctl'
+$ContainerdDir = Join-Path $env:ProgramFiles 'containerd'
+$ContainerdExe = Join-Path $ContainerdDir 'containerd.exe'
+$CrictlExe = Join-Path $ContainerdDir 'crictl.exe'
+$ContainerdConfig = Join-Path $ContainerdDir 'config.toml'
+$CrictlConfig = Join-Path $HOME '.crictl\crictl.yaml'
+$KubeadmExe = 'C:\k\kubeadm.exe'
+$KubeletExe = 'C:\k\kubelet.exe'
+$PkiLink = 'C:\var\lib\kubelet\etc\kubernetes\pki'
 
 function Step([string] $Message) { Write-Host "==> $Message" }
 function Stop-ForReboot([string] $Why) {
     Write-Host "$Why - reboot (Restart-Computer) and run prepare.ps1 again."
     exit 0
 }
+
+# Invoke-Native runs a program with 'Continue' in its own scope: Windows
+# PowerShell 5.1 turns every stderr line of a native program into an error
+# record when the output is redirected (as under hybridctl apply's SSH
+# pipes), and 'Stop' would make the first one fatal (PowerShell issues
+# 3996, 4002). stdout goes on down the pipeline, stderr is shown, and the
+# exit code alone decides.
+function Invoke-Native {
+    param([string] $Program, [object[]] $Arguments = @(), [int[]] $Ok = @(0))
+    $app = Get-Command -Name $Program -CommandType Application -ErrorAction Stop | Select-Object -First 1
+    $ErrorActionPreference = 'Continue'
+    & $app.Source @Arguments 2>&1 | ForEach-Object {
+        if ($_ -is [System.Management.Automation.ErrorRecord]) { Write-Host "$_" } else { $_ }
+    }
+    $code = $LASTEXITCODE
+    if ($Ok -notcontains $code) { throw "$Program $($Arguments -join ' ') exited with $code" }
+}
+# The upstream scripts set 'Stop' themselves and call these programs by
+# name: functions come before programs in PowerShell's command lookup, so
+# these run them through Invoke-Native there too. DISM's 3010 is "reboot
+# needed".
+function curl.exe { Invoke-Native 'curl.exe' $args }
+function tar.exe { Invoke-Native 'tar.exe' $args }
+function tar { Invoke-Native 'tar.exe' $args }
+function DISM { Invoke-Native 'dism.exe' $args -Ok 0, 3010 }
+function containerd.exe { Invoke-Native 'containerd.exe' $args }
+function nssm { Invoke-Native 'nssm.exe' $args }
+
 function Get-Script([string] $Url, [string] $Sha256, [string] $Path) {
     if (-not (Test-Path -LiteralPath $Path)) {
-        curl.exe --fail --silent --show-error --location --output $Path $Url
-        if ($LASTEXITCODE -ne 0) { throw "download of $Url failed" }
+        Invoke-Native 'curl.exe' @('--fail', '--silent', '--show-error', '--location', '--output', $Path, $Url)
     }
     if ($Sha256 -ne '') {
         $got = (Get-FileHash -LiteralPath $Path -Algorithm SHA256).Hash
@@ -54,33 +94,129 @@ function Get-Script([string] $Url, [string] $Sha256, [string] $Path) {
     }
 }
 
+# Version of a program by its --version output, or '' when it is missing
+# or fails.
+function Get-Version([string] $Exe, [string[]] $Arguments) {
+    if (-not (Test-Path -LiteralPath $Exe)) { return '' }
+    try { return ((Invoke-Native $Exe $Arguments) -join ' ') } catch { return '' }
+}
+
+# Removes a directory symbolic link without following it.
+function Remove-Link([string] $Path) {
+    $item = Get-Item -LiteralPath $Path -Force -ErrorAction SilentlyContinue
+    if ($null -ne $item) { [System.IO.Directory]::Delete($Path, $false) }
+}
+
+function Test-ContainerdDone {
+    if ($null -eq (Get-Service containerd -ErrorAction SilentlyContinue)) { return $false }
+    if ((Get-Version $ContainerdExe @('--version')) -notmatch [regex]::Escape("v$ContainerdVersion")) { return $false }
+    if ((Get-Version $CrictlExe @('--version')) -notmatch [regex]::Escape("v$CrictlVersion")) { return $false }
+    foreach ($p in @($ContainerdConfig, $CrictlConfig, 'C:\opt\cni\bin', 'C:\etc\cni\net.d')) {
+        if (-not (Test-Path -LiteralPath $p)) { return $false }
+    }
+    return $true
+}
+
+function Install-Runtime {
+    $svc = Get-Service containerd -ErrorAction SilentlyContinue
+    if ($null -ne $svc) {
+        # A version change or a run that stopped half-way: the script's
+        # --register-service fails while the service exists.
+        Stop-Service containerd -Force
+        if (Test-Path -LiteralPath $ContainerdExe) {
+            Invoke-Native $ContainerdExe @('--unregister-service')
+        } else {
+            Invoke-Native 'sc.exe' @('delete', 'containerd')
+        }
+    }
+    $script = Join-Path $WorkDir 'Install-Containerd.ps1'
+    Get-Script $InstallContainerdUrl $InstallContainerdSha256 $script
+    & $script -ContainerDVersion $ContainerdVersion -crictlVersion $CrictlVersion -skipHypervisorSupportCheck
+    if ($null -eq (Get-Service containerd -ErrorAction SilentlyContinue)) {
+        Stop-ForReboot 'Install-Containerd.ps1 enabled the Hyper-V feature'
+    }
+}
+
+# The pause image kubeadm v1.37.2 expects, as on the Linux nodes (containerd's
+# own default is another version).
+function Set-SandboxImage {
+    $config = Get-Content -LiteralPath $ContainerdConfig
+    $want = "sandbox = '$SandboxImage'"
+    if (@($config | Where-Object { $_.Trim() -eq $want }).Count -gt 0) { return }
+    $new = @($config | ForEach-Object { $_ -replace '^(\s*)sandbox = .*$', "`$1$want" })
+    if (@($new | Where-Object { $_.Trim() -eq $want }).Count -eq 0) {
+        throw "no sandbox setting in $ContainerdConfig (containerd 2.x config expected)"
+    }
+    Set-Content -LiteralPath $ContainerdConfig -Value $new -Encoding Ascii
+    Restart-Service containerd
+}
+
+function Test-KubeletDone {
+    if ((Get-Version $KubeadmExe @('version', '-o', 'short')) -ne $KubernetesVersion) { return $false }
+    if (-not (Test-Path -LiteralPath $KubeletExe)) { return $false }
+    if (-not (Test-Path -LiteralPath 'C:\k\StartKubelet.ps1')) { return $false }
+    $link = Get-Item -LiteralPath $PkiLink -Force -ErrorAction SilentlyContinue
+    if ($null -eq $link -or $link.LinkType -ne 'SymbolicLink') { return $false }
+    if ($null -eq (Get-Service kubelet -ErrorAction SilentlyContinue)) { return $false }
+    $params = Get-ItemProperty -LiteralPath 'HKLM:\SYSTEM\CurrentControlSet\Services\kubelet\Parameters' -ErrorAction SilentlyContinue
+    if ($null -eq $params -or $null -eq $params.PSObject.Properties['AppRotateBytes']) { return $false }
+    $svc = Get-ItemProperty -LiteralPath 'HKLM:\SYSTEM\CurrentControlSet\Services\kubelet' -ErrorAction SilentlyContinue
+    if ($null -eq $svc -or $null -eq $svc.PSObject.Properties['DependOnService'] -or @($svc.DependOnService) -notcontains 'containerd') { return $false }
+    return $true
+}
+
+function Install-Kubelet {
+    if (Test-Path -LiteralPath 'C:\etc\kubernetes\kubelet.conf') {
+        throw "this node has joined a cluster and its kubelet or kubeadm is not $KubernetesVersion; upgrade a node with kubeadm upgrade node, or take it out with hybridctl reset first"
+    }
+    # What a run that stopped half-way leaves and PrepareNode.ps1 cannot
+    # create twice: the pki link, the kubelet service, the firewall rule.
+    Remove-Link $PkiLink
+    if ($null -ne (Get-Service kubelet -ErrorAction SilentlyContinue)) {
+        Stop-Service kubelet -Force
+        Invoke-Native 'sc.exe' @('delete', 'kubelet')
+    }
+    Get-NetFirewallRule -Name 'kubelet' -ErrorAction SilentlyContinue | Remove-NetFirewallRule
+    $script = Join-Path $WorkDir 'PrepareNode.ps1'
+    Get-Script $PrepareNodeUrl $PrepareNodeSha256 $script
+    Push-Location $WorkDir
+    try { & $script -KubernetesVersion $KubernetesVersion } finally { Pop-Location }
+}
+
 New-Item -ItemType Directory -Force -Path $WorkDir, 'C:\k\patches' | Out-Null
 
 Step "address $Address/$PrefixLength on $InterfaceAlias"
 # After Calico created its network the address lives on 'vEthernet (...)':
 # look for it on any adapter.
-if (-not (Get-NetIPAddress -AddressFamily IPv4 -IPAddress $Address -ErrorAction SilentlyContinue)) {
-    $route = Get-NetRoute -DestinationPrefix '0.0.0.0/0' -ErrorAction SilentlyContinue
-    if ($route) {
+$ip = Get-NetIPAddress -AddressFamily IPv4 -IPAddress $Address -ErrorAction SilentlyContinue | Select-Object -First 1
+if ($null -eq $ip) {
+    $route = Get-NetRoute -DestinationPrefix '0.0.0.0/0' -ErrorAction SilentlyContinue | Select-Object -First 1
+    if ($null -ne $route) {
         New-NetIPAddress -InterfaceAlias $InterfaceAlias -IPAddress $Address -PrefixLength $PrefixLength | Out-Null
     } else {
         New-NetIPAddress -InterfaceAlias $InterfaceAlias -IPAddress $Address -PrefixLength $PrefixLength -DefaultGateway $Gateway | Out-Null
     }
+    $ip = Get-NetIPAddress -AddressFamily IPv4 -IPAddress $Address | Select-Object -First 1
 }
-$ifIndex = (Get-NetIPAddress -AddressFamily IPv4 -IPAddress $Address).InterfaceIndex
+$ifIndex = $ip.InterfaceIndex
 
 Step "DNS servers $($DnsServers -join ', '), primary DNS suffix $DnsSuffix"
 Set-DnsClientServerAddress -InterfaceIndex $ifIndex -ServerAddresses $DnsServers
 Set-ItemProperty -LiteralPath 'HKLM:\SYSTEM\CurrentControlSet\Services\Tcpip\Parameters' -Name 'NV Domain' -Value $DnsSuffix
 
 Step "time from $NtpPeers"
-w32tm /config "/manualpeerlist:$NtpPeers" /syncfromflags:manual /update | Out-Null
-if ($LASTEXITCODE -ne 0) { throw 'w32tm /config failed' }
+# On a workgroup server w32time may be trigger-started (and stopped):
+# start it automatically before configuring it.
+Set-Service -Name w32time -StartupType Automatic
+Start-Service w32time
+Invoke-Native 'w32tm.exe' @('/config', "/manualpeerlist:$NtpPeers", '/syncfromflags:manual', '/update') | Out-Null
 Restart-Service w32time
-w32tm /resync | Out-Null
+# The first resync may fail while the peer is being contacted;
+# hybridctl's post-prepare check waits for the clock.
+Invoke-Native 'w32tm.exe' @('/resync') -Ok 0, 1 | Out-Null
 
 Step 'firewall: kube-proxy health 10256/TCP from the node network'
-if (-not (Get-NetFirewallRule -Name 'kube-proxy-health' -ErrorAction SilentlyContinue)) {
+if ($null -eq (Get-NetFirewallRule -Name 'kube-proxy-health' -ErrorAction SilentlyContinue)) {
     New-NetFirewallRule -Name 'kube-proxy-health' -DisplayName 'kube-proxy health' -Direction Inbound `
         -Protocol TCP -LocalPort 10256 -RemoteAddress $NodeCIDR -Action Allow | Out-Null
 }
@@ -92,45 +228,34 @@ if ($env:COMPUTERNAME -ne $NodeName) {
 }
 
 Step 'Containers feature'
-if (-not (Get-WindowsFeature -Name Containers).Installed) {
+$feature = Get-WindowsFeature -Name Containers
+if (-not $feature.Installed) {
     $r = Install-WindowsFeature -Name Containers
     if ($r.RestartNeeded -ne 'No') { Stop-ForReboot 'installed the Containers feature' }
 }
 
 Step "containerd $ContainerdVersion, crictl $CrictlVersion (Install-Containerd.ps1)"
-$containerdExe = 'C:\Program Files\containerd\containerd.exe'
-$haveContainerd = (Get-Service containerd -ErrorAction SilentlyContinue) -and (Test-Path -LiteralPath $containerdExe) -and
-    ((& $containerdExe --version) -match [regex]::Escape("v$ContainerdVersion"))
-if (-not $haveContainerd) {
-    $script = Join-Path $WorkDir 'Install-Containerd.ps1'
-    Get-Script $InstallContainerdUrl $InstallContainerdSha256 $script
-    & $script -ContainerDVersion $ContainerdVersion -crictlVersion $CrictlVersion -skipHypervisorSupportCheck
-    if (-not (Get-Service containerd -ErrorAction SilentlyContinue)) {
-        Stop-ForReboot 'Install-Containerd.ps1 enabled the Hyper-V feature'
-    }
-}
+if (-not (Test-ContainerdDone)) { Install-Runtime }
+Set-SandboxImage
 
 Step "kubelet and kubeadm $KubernetesVersion as a service (PrepareNode.ps1)"
-$kubeletService = Get-Service kubelet -ErrorAction SilentlyContinue
-if ($kubeletService) {
-    $have = & 'C:\k\kubeadm.exe' version -o short
-    if ($have -ne $KubernetesVersion) {
-        throw "kubeadm $have is installed, not ${KubernetesVersion}; upgrade a node with kubeadm upgrade node, not with prepare.ps1"
-    }
-} else {
-    $script = Join-Path $WorkDir 'PrepareNode.ps1'
-    Get-Script $PrepareNodeUrl $PrepareNodeSha256 $script
-    & $script -KubernetesVersion $KubernetesVersion
-}
+if (-not (Test-KubeletDone)) { Install-Kubelet }
 
 Step "firewall: kubelet 10250/TCP only from $NodeCIDR"
+if ($null -eq (Get-NetFirewallRule -Name 'kubelet' -ErrorAction SilentlyContinue)) {
+    New-NetFirewallRule -Name 'kubelet' -DisplayName 'kubelet' -Enabled True -Direction Inbound -Protocol TCP -Action Allow -LocalPort 10250 | Out-Null
+}
 Set-NetFirewallRule -Name 'kubelet' -RemoteAddress $NodeCIDR
 
 Step 'checks'
 $fqdn = [System.Net.Dns]::GetHostEntry('').HostName
+$apiAddresses = @(Resolve-DnsName $ApiHost -Type A -ErrorAction SilentlyContinue | Where-Object { $_.PSObject.Properties['IPAddress'] } | ForEach-Object { $_.IPAddress })
+$source = (Invoke-Native 'w32tm.exe' @('/query', '/source') -Ok 0, 1) -join ' '
+$containerd = Get-Service containerd -ErrorAction SilentlyContinue
+$kubelet = Get-Service kubelet -ErrorAction SilentlyContinue
 Write-Host "  host name:        $fqdn"
-Write-Host "  API name:         $ApiHost -> $((Resolve-DnsName $ApiHost -Type A -ErrorAction SilentlyContinue).IPAddress -join ', ')"
-Write-Host "  time source:      $((w32tm /query /source) -join ' ')"
-Write-Host "  containerd:       $((Get-Service containerd).Status)"
-Write-Host "  kubelet service:  $((Get-Service kubelet).Status) (stays Stopped until kubeadm join)"
+Write-Host "  API name:         $ApiHost -> $(if ($apiAddresses.Count -gt 0) { $apiAddresses -join ', ' } else { 'does not resolve yet' })"
+Write-Host "  time source:      $source"
+Write-Host "  containerd:       $(if ($null -ne $containerd) { $containerd.Status } else { 'missing' })"
+Write-Host "  kubelet service:  $(if ($null -ne $kubelet) { $kubelet.Status } else { 'missing' }) (stays Stopped until kubeadm join)"
 Write-Host "ready for kubeadm join: copy join.yaml to C:\k\join.yaml and patches\ to C:\k\patches\"

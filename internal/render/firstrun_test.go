@@ -1,0 +1,131 @@
+package render
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The review of the Windows procedure (issue 20), pinned on the rendered
+// text. The PowerShell parser test (internal/pwshtest) checks the same
+// scripts for syntax and for the rules a query can express.
+
+func labText(t *testing.T, path string) string {
+	t.Helper()
+	f, ok := mustRender(t, labPlan(t), Options{})[path]
+	if !ok {
+		t.Fatalf("no %s in the render", path)
+	}
+	return strings.ReplaceAll(string(f.Data), "\r\n", "\n")
+}
+
+// index fails the test when want is missing, and returns its offset.
+func index(t *testing.T, name, text, want string) int {
+	t.Helper()
+	i := strings.Index(text, want)
+	if i < 0 {
+		t.Fatalf("%s lacks %q", name, want)
+	}
+	return i
+}
+
+// Item 1: every program the upstream scripts call by name is shadowed by
+// a function that runs it with 'Continue' and decides by its exit code.
+func TestPrepareNativeStderrHarmless(t *testing.T) {
+	ps := labText(t, "nodes/k8s-lab-win-1/prepare.ps1")
+	fn := index(t, "prepare.ps1", ps, "function Invoke-Native {")
+	body := ps[fn : fn+index(t, "Invoke-Native", ps[fn:], "\n}\n")]
+	for _, want := range []string{"$ErrorActionPreference = 'Continue'", "2>&1", "$LASTEXITCODE", "throw"} {
+		index(t, "Invoke-Native", body, want)
+	}
+	upstream := index(t, "prepare.ps1", ps, "& $script -ContainerDVersion")
+	for _, prog := range []string{"curl.exe", "tar.exe", "tar", "DISM", "containerd.exe", "nssm"} {
+		if d := index(t, "prepare.ps1", ps, "function "+prog+" { Invoke-Native "); d > upstream {
+			t.Errorf("%s is shadowed only after the upstream scripts run", prog)
+		}
+	}
+	// Outside Invoke-Native nothing calls a program bare.
+	bare := regexp.MustCompile(`(?m)^\s*(& )?(w32tm|curl\.exe|icacls(\.exe)?|sc\.exe|nssm|tar(\.exe)?)\b`)
+	if m := bare.FindString(ps); m != "" {
+		t.Errorf("a native program called outside Invoke-Native: %q", m)
+	}
+}
+
+// Item 2: each step is judged done by everything it produces, and what
+// blocks a re-run is cleaned up before the upstream script runs again.
+func TestPrepareStepsRerunnable(t *testing.T) {
+	ps := labText(t, "nodes/k8s-lab-win-1/prepare.ps1")
+	done := ps[index(t, "prepare.ps1", ps, "function Test-ContainerdDone"):index(t, "prepare.ps1", ps, "function Install-Runtime")]
+	for _, want := range []string{"$ContainerdExe", "$CrictlExe", "$CrictlVersion", "$ContainerdConfig", "$CrictlConfig", `C:\opt\cni\bin`, `C:\etc\cni\net.d`} {
+		index(t, "Test-ContainerdDone", done, want)
+	}
+	install := ps[index(t, "prepare.ps1", ps, "function Install-Runtime"):]
+	if index(t, "Install-Runtime", install, "--unregister-service") > index(t, "Install-Runtime", install, "& $script") {
+		t.Error("the containerd service must be unregistered before Install-Containerd.ps1 registers it again")
+	}
+	kdone := ps[index(t, "prepare.ps1", ps, "function Test-KubeletDone"):index(t, "prepare.ps1", ps, "function Install-Kubelet")]
+	for _, want := range []string{"$KubeadmExe", "$KubeletExe", "StartKubelet.ps1", "$PkiLink", "SymbolicLink", "AppRotateBytes", "DependOnService", "containerd"} {
+		index(t, "Test-KubeletDone", kdone, want)
+	}
+	kinst := ps[index(t, "prepare.ps1", ps, "function Install-Kubelet"):]
+	run := index(t, "Install-Kubelet", kinst, "& $script")
+	for _, want := range []string{`C:\etc\kubernetes\kubelet.conf`, "Remove-Link $PkiLink", "'delete', 'kubelet'", "Remove-NetFirewallRule"} {
+		if index(t, "Install-Kubelet", kinst, want) > run {
+			t.Errorf("%q must come before PrepareNode.ps1 runs", want)
+		}
+	}
+	// The link is removed without following it into C:\etc\kubernetes\pki.
+	index(t, "prepare.ps1", ps, "[System.IO.Directory]::Delete($Path, $false)")
+	// The firewall rule is its own step, created when missing, every run.
+	fw := ps[index(t, "prepare.ps1", ps, "Step \"firewall: kubelet"):]
+	if index(t, "firewall step", fw, "New-NetFirewallRule -Name 'kubelet'") > index(t, "firewall step", fw, "Set-NetFirewallRule -Name 'kubelet'") {
+		t.Error("the kubelet rule must be created before it is narrowed")
+	}
+}
+
+// Item 3: no property is read from a lookup that may find nothing.
+func TestPrepareStrictModeSafe(t *testing.T) {
+	ps := labText(t, "nodes/k8s-lab-win-1/prepare.ps1")
+	index(t, "prepare.ps1", ps, "Set-StrictMode -Version 3.0")
+	unsafe := regexp.MustCompile(`\((Resolve-DnsName|Get-Service|Get-NetIPAddress|Get-NetRoute|Get-NetFirewallRule|Get-ItemProperty)[^)]*-ErrorAction SilentlyContinue[^)]*\)\.`)
+	if m := unsafe.FindString(ps); m != "" {
+		t.Errorf("property read on a lookup that may return nothing: %s", m)
+	}
+	index(t, "prepare.ps1", ps, "'does not resolve yet'")
+}
+
+// Item 7: w32time starts automatically before it is configured; the
+// sandbox image is the Linux nodes'.
+func TestPrepareTimeAndSandbox(t *testing.T) {
+	p := labPlan(t)
+	ps := labText(t, "nodes/k8s-lab-win-1/prepare.ps1")
+	if index(t, "prepare.ps1", ps, "Set-Service -Name w32time -StartupType Automatic") > index(t, "prepare.ps1", ps, "'/config'") {
+		t.Error("w32time must be set to start automatically before w32tm /config")
+	}
+	index(t, "prepare.ps1", ps, "$SandboxImage = '"+p.SandboxImage+"'")
+	if index(t, "prepare.ps1", ps, "Set-SandboxImage\n") < index(t, "prepare.ps1", ps, "if (-not (Test-ContainerdDone)) { Install-Runtime }") {
+		t.Error("the sandbox image is set after containerd is installed")
+	}
+	sh := labText(t, "nodes/k8s-lab-node-1/prepare.sh")
+	index(t, "prepare.sh", sh, "SANDBOX_IMAGE="+ShQuote(p.SandboxImage))
+	if update, install := index(t, "prepare.sh", sh, "apt-get update"), index(t, "prepare.sh", sh, "apt-get install"); update > install {
+		t.Error("prepare.sh runs apt-get install before apt-get update")
+	}
+}
+
+// Item 4 and 7: the runbook's Windows commands call programs by full path
+// and create join.yaml with a restricted ACL before copying the token in.
+func TestRunbookWindowsCommands(t *testing.T) {
+	rb := labText(t, "runbook.md")
+	for _, l := range strings.Split(rb, "\n") {
+		if strings.HasPrefix(l, "PS> kubeadm") || strings.HasPrefix(l, "PS> crictl") || strings.Contains(l, "`crictl ") {
+			t.Errorf("bare program name (the window's PATH does not have it): %s", l)
+		}
+	}
+	index(t, "runbook", rb, `PS> & C:\k\kubeadm.exe join --config C:\k\join.yaml`)
+	index(t, "runbook", rb, `& "$env:ProgramFiles\containerd\crictl.exe" version`)
+	acl := index(t, "runbook", rb, `icacls.exe C:\k\join.yaml /inheritance:r /grant:r '*S-1-5-32-544:F' '*S-1-5-18:F'`)
+	if copyJoin := index(t, "runbook", rb, "nodes/k8s-lab-win-1/join.yaml"); acl > copyJoin {
+		t.Error("join.yaml must be created with its ACL before the token is copied in")
+	}
+}
