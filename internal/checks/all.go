@@ -13,7 +13,7 @@ func All() []Check {
 		{ID: "HC101", Needs: wl(), Uses: K(snapshot.KindNode, snapshot.KindRuntimeClass), Run: linuxOnWindows(true)},
 		{ID: "HC102", Needs: wl(), Uses: K(snapshot.KindNode, snapshot.KindRuntimeClass), Run: linuxOnWindows(false)},
 		{ID: "HC103", Needs: wl(), Uses: K(snapshot.KindRuntimeClass), Run: windowsPodOSField},
-		{ID: "HC104", Needs: wl(), Uses: K(snapshot.KindRuntimeClass), Run: windowsPodBuildSelector},
+		{ID: "HC104", Needs: wl(), Uses: K(snapshot.KindRuntimeClass, snapshot.KindNode, snapshot.KindPod), Run: windowsPodBuildSelector},
 		{ID: "HC105", Needs: wl(snapshot.KindRuntimeClass), Run: runtimeClassMissing},
 		{ID: "HC106", Needs: K(snapshot.KindRuntimeClass, snapshot.KindNode), Run: runtimeClassBuildUnmatched},
 		{ID: "HC107", Needs: K(snapshot.KindRuntimeClass, snapshot.KindNode), Run: windowsBuildNoRuntimeClass},
@@ -21,6 +21,8 @@ func All() []Check {
 		{ID: "HC109", Needs: wl(snapshot.KindService), Uses: K(snapshot.KindConfigMap, snapshot.KindRuntimeClass), Run: windowsDottedServiceName},
 		{ID: "HC110", Needs: wl(), Uses: K(snapshot.KindRuntimeClass), Run: windowsLinuxSecurityContext},
 		{ID: "HC111", Needs: wl(snapshot.KindNamespace), Run: hostProcessPodSecurity},
+		{ID: "HC112", Needs: wl(), Uses: K(snapshot.KindNode, snapshot.KindRuntimeClass), Run: windowsTaintNotTolerated},
+		{ID: "HC113", Needs: wl(), Uses: K(snapshot.KindNode, snapshot.KindRuntimeClass), Run: windowsImageNoPlacement},
 		// Nodes.
 		{ID: "HC201", Needs: K(snapshot.KindNode), Run: windowsNodeTaint},
 		{ID: "HC202", Needs: K(snapshot.KindNode), Uses: K(snapshot.KindIPPool, snapshot.KindInstallation), Run: windowsMaxPods},

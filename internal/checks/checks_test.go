@@ -21,8 +21,10 @@ var update = flag.Bool("update", false, "rewrite docs/checks.md from the catalog
 //	# expect: HC101 DaemonSet monitoring/ne     (one line per expected finding)
 //	# live: true                                (treat the file as a complete live listing)
 //	# server-version: v1.37.2
+//	# message: HC202 60 pods                      (a finding of HC202 whose message contains "60 pods")
 type header struct {
 	expect        []string
+	messages      []string
 	live          bool
 	serverVersion string
 }
@@ -41,6 +43,8 @@ func readHeader(t *testing.T, path string) header {
 		switch {
 		case strings.HasPrefix(line, "# expect: "):
 			h.expect = append(h.expect, strings.TrimSpace(strings.TrimPrefix(line, "# expect: ")))
+		case strings.HasPrefix(line, "# message: "):
+			h.messages = append(h.messages, strings.TrimPrefix(line, "# message: "))
 		case line == "# live: true":
 			h.live = true
 		case strings.HasPrefix(line, "# server-version: "):
@@ -129,6 +133,7 @@ func TestFixtures(t *testing.T) {
 						}
 						t.Errorf("%s:\n got  %q\n want %q\nmessages:\n%s", path, g, h.expect, strings.Join(msgs, "\n"))
 					}
+					checkMessages(t, path, h, res)
 				})
 			}
 		}
@@ -196,5 +201,30 @@ func TestDocs(t *testing.T) {
 	}
 	if string(b) != want {
 		t.Fatalf("docs/checks.md is stale: run go test ./internal/checks -run TestDocs -update")
+	}
+}
+
+// checkMessages asserts the fixture's "# message: HCnnn text" lines: a
+// finding of that check whose message contains the text (the numbers in
+// messages are part of the contract: 60 vs 61 pods, the taint, the node).
+func checkMessages(t *testing.T, path string, h header, res *checks.Result) {
+	t.Helper()
+	for _, m := range h.messages {
+		id, text, ok := strings.Cut(m, " ")
+		if !ok {
+			t.Errorf("%s: malformed message line %q", path, m)
+			continue
+		}
+		found := false
+		var msgs []string
+		for _, f := range res.Findings {
+			if f.Check == id {
+				found = found || strings.Contains(f.Message, text)
+				msgs = append(msgs, f.Message)
+			}
+		}
+		if !found {
+			t.Errorf("%s: no %s finding says %q; its messages:\n%s", path, id, text, strings.Join(msgs, "\n"))
+		}
 	}
 }

@@ -122,6 +122,12 @@ type Options struct {
 	Skip []string
 	// Ignores suppress findings (from a config file).
 	Ignores []Ignore
+	// WindowsTaints are the Windows nodes' taints when the snapshot has no
+	// Windows node (lint --spec: the plan's), and WindowsTaintsFrom says
+	// where they come from ("cluster.yaml"). Unset, the guide's
+	// os=windows:NoSchedule is assumed and findings say so.
+	WindowsTaints     []snapshot.Taint
+	WindowsTaintsFrom string
 }
 
 // Ignore suppresses a check, optionally only for one namespace or object.
@@ -252,6 +258,9 @@ func Run(s *snapshot.Snapshot, opts Options) (*Result, error) {
 		return nil, err
 	}
 	idx := NewIndex(s)
+	if opts.WindowsTaintsFrom != "" {
+		idx.taints, idx.taintsFrom = opts.WindowsTaints, "from "+opts.WindowsTaintsFrom
+	}
 	res := &Result{Findings: []Finding{}, Skipped: []Skipped{}, Ran: ds}
 	for i := range cs {
 		c, d := &cs[i], ds[i]

@@ -25,6 +25,10 @@ type Index struct {
 	// placed are all pods, owned and bare, in the slim form.
 	placed        []*snapshot.Pod
 	clusterConfig *snapshot.ClusterConfiguration
+	// taints and taintsFrom are the Windows nodes' taints given by the
+	// caller (lint --spec), when the snapshot has no Windows node.
+	taints     []snapshot.Taint
+	taintsFrom string
 }
 
 // NewIndex builds the lookups.
@@ -156,17 +160,44 @@ func (x *Index) selectors(spec *snapshot.PodSpec) []map[string]string {
 	return out
 }
 
+// isOSKey reports whether a label key selects the OS: kubernetes.io/os or
+// the deprecated beta.kubernetes.io/os, which kubelets still set.
+func isOSKey(k string) bool { return k == snapshot.LabelOS || k == snapshot.LabelOSBeta }
+
+func isArchKey(k string) bool { return k == snapshot.LabelArch || k == snapshot.LabelArchBeta }
+
+// windowsArch reports whether a Windows node can have architecture a: the
+// architectures of the Windows nodes when known, else amd64 (the only
+// architecture Windows Server containers run on).
+func (x *Index) windowsArch(a string) bool {
+	archs := map[string]bool{}
+	for _, n := range x.windowsNodes {
+		if v := n.Arch(); v != "" {
+			archs[v] = true
+		}
+	}
+	if len(archs) == 0 {
+		return a == "amd64"
+	}
+	return archs[a]
+}
+
 // pinsOS reports whether scheduling constraints pin a pod to Windows nodes
 // (windows true) or keep it off them (windows false): through a node
 // selector (the pod's or its RuntimeClass's), or through every required
-// node-affinity term.
+// node-affinity term. Both OS labels count, and an architecture no Windows
+// node has keeps a pod off Windows.
 func (x *Index) pinsOS(spec *snapshot.PodSpec, windows bool) bool {
 	for _, sel := range x.selectors(spec) {
-		if v, ok := sel[snapshot.LabelOS]; ok && (v == "windows") == windows {
-			return true
-		}
-		if _, ok := sel[snapshot.LabelWindowsBuild]; ok && windows {
-			return true
+		for k, v := range sel {
+			switch {
+			case isOSKey(k) && (v == "windows") == windows:
+				return true
+			case k == snapshot.LabelWindowsBuild && windows:
+				return true
+			case isArchKey(k) && !windows && !x.windowsArch(v):
+				return true
+			}
 		}
 	}
 	terms := spec.Affinity.RequiredTerms()
@@ -174,17 +205,18 @@ func (x *Index) pinsOS(spec *snapshot.PodSpec, windows bool) bool {
 		return false
 	}
 	for _, t := range terms {
-		if !termPinsOS(t, windows) {
+		if !x.termPinsOS(t, windows) {
 			return false
 		}
 	}
 	return true
 }
 
-func termPinsOS(t snapshot.SelectorTerm, windows bool) bool {
+// termPinsOS reports whether one required node-affinity term pins the OS.
+func (x *Index) termPinsOS(t snapshot.SelectorTerm, windows bool) bool {
 	for _, r := range t.MatchExpressions {
 		switch {
-		case r.Key == snapshot.LabelOS && r.Operator == "In" && len(r.Values) > 0:
+		case isOSKey(r.Key) && r.Operator == "In" && len(r.Values) > 0:
 			all := true
 			for _, v := range r.Values {
 				all = all && (v == "windows") == windows
@@ -192,10 +224,20 @@ func termPinsOS(t snapshot.SelectorTerm, windows bool) bool {
 			if all {
 				return true
 			}
-		case r.Key == snapshot.LabelOS && r.Operator == "NotIn" && !windows && contains(r.Values, "windows"):
+		case isOSKey(r.Key) && r.Operator == "NotIn" && !windows && contains(r.Values, "windows"):
+			return true
+		case isOSKey(r.Key) && r.Operator == "NotIn" && windows && contains(r.Values, "linux"):
 			return true
 		case r.Key == snapshot.LabelWindowsBuild && windows && (r.Operator == "In" || r.Operator == "Exists"):
 			return true
+		case isArchKey(r.Key) && !windows && r.Operator == "In" && len(r.Values) > 0:
+			none := true
+			for _, v := range r.Values {
+				none = none && !x.windowsArch(v)
+			}
+			if none {
+				return true
+			}
 		}
 	}
 	return false
@@ -285,6 +327,150 @@ func contains(xs []string, s string) bool {
 
 // WindowsTaint is the taint the guide puts on every Windows node.
 var WindowsTaint = snapshot.Taint{Key: "os", Value: "windows", Effect: "NoSchedule"}
+
+// temporaryTaints are set and cleared by Kubernetes itself (node
+// lifecycle, cordon, pressure, cloud initialisation, autoscaler); a
+// workload is not expected to tolerate them.
+var temporaryTaints = []string{
+	"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable", "node.kubernetes.io/unschedulable",
+	"node.kubernetes.io/memory-pressure", "node.kubernetes.io/disk-pressure", "node.kubernetes.io/pid-pressure",
+	"node.kubernetes.io/network-unavailable", "node.kubernetes.io/out-of-service",
+	"node.cloudprovider.kubernetes.io/uninitialized", "node.cloudprovider.kubernetes.io/shutdown",
+	"ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler",
+}
+
+// blockingTaints returns the taints that keep pods off a node for good:
+// NoSchedule and NoExecute, without the temporary ones.
+func blockingTaints(ts []snapshot.Taint) []snapshot.Taint {
+	var out []snapshot.Taint
+	for _, t := range ts {
+		if (t.Effect == "NoSchedule" || t.Effect == "NoExecute") && !contains(temporaryTaints, t.Key) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// taintSet is the blocking taints of one Windows node (Node empty when the
+// taints are not a real node's).
+type taintSet struct {
+	Node   string
+	Taints []snapshot.Taint
+}
+
+// windowsTaintSets returns, for a pod template, the taint sets of the
+// Windows nodes it can be scheduled to, and where they come from: the
+// Windows nodes in the snapshot (live, or Node objects in the input);
+// else the Options' taints (lint --spec); else the guide's taint, assumed.
+// From is "" for real nodes.
+func (x *Index) windowsTaintSets(spec *snapshot.PodSpec) (sets []taintSet, from string) {
+	if len(x.windowsNodes) > 0 {
+		for _, n := range x.windowsNodes {
+			if x.Matches(spec, n) {
+				sets = append(sets, taintSet{Node: n.Meta.Name, Taints: blockingTaints(n.Spec.Taints)})
+			}
+		}
+		return sets, ""
+	}
+	if x.taintsFrom != "" {
+		return []taintSet{{Taints: blockingTaints(x.taints)}}, x.taintsFrom
+	}
+	return []taintSet{{Taints: []snapshot.Taint{WindowsTaint}}}, "assumed: the guide's taint, as the input has no Windows Node; pass --spec cluster.yaml to use the cluster's"
+}
+
+// podTolerations returns a pod's tolerations with its RuntimeClass's
+// (the RuntimeClass admission plugin merges them into the pod), and
+// whether the RuntimeClass is named but not known (its tolerations then
+// cannot be read).
+func (x *Index) podTolerations(spec *snapshot.PodSpec) (tols []snapshot.Toleration, unknownRC bool) {
+	tols = append(tols, spec.Tolerations...)
+	if spec.RuntimeClass() == "" {
+		return tols, false
+	}
+	rc := x.RuntimeClass(spec)
+	if rc == nil {
+		return tols, true
+	}
+	if rc.Scheduling != nil {
+		tols = append(tols, rc.Scheduling.Tolerations...)
+	}
+	return tols, false
+}
+
+// untolerated returns the taints of ts that no toleration matches.
+func untolerated(tols []snapshot.Toleration, ts []snapshot.Taint) []snapshot.Taint {
+	var out []snapshot.Taint
+	for _, t := range ts {
+		if _, ok := Tolerates(tols, t); !ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// taintString is "key=value:Effect".
+func taintString(t snapshot.Taint) string {
+	if t.Value == "" {
+		return t.Key + ":" + t.Effect
+	}
+	return t.Key + "=" + t.Value + ":" + t.Effect
+}
+
+// nearMiss explains why the toleration closest to taint t does not match
+// it, or returns "" when no toleration comes close (same key up to case or
+// prefix, or same value).
+func nearMiss(tols []snapshot.Toleration, t snapshot.Taint) string {
+	best, bestScore := "", 100
+	for _, tol := range tols {
+		var why []string
+		score := 0
+		keyRelated := false
+		switch {
+		case tol.Key == "" && tol.Operator == "Exists":
+			keyRelated = true
+		case tol.Key == t.Key:
+			keyRelated = true
+		case strings.EqualFold(tol.Key, t.Key):
+			keyRelated = true
+			why = append(why, fmt.Sprintf("key %q is not %q (taints match case-sensitively)", tol.Key, t.Key))
+			score++
+		case lastSegment(tol.Key) == lastSegment(t.Key) || strings.EqualFold(lastSegment(tol.Key), lastSegment(t.Key)):
+			keyRelated = true
+			why = append(why, fmt.Sprintf("key %q is another key than the taint's %q", tol.Key, t.Key))
+			score++
+		case tol.Key == "":
+			why = append(why, "an empty key matches only with operator Exists")
+			score += 2
+		}
+		if tol.Operator == "" || tol.Operator == "Equal" {
+			switch {
+			case tol.Value == t.Value:
+			case strings.EqualFold(tol.Value, t.Value):
+				why = append(why, fmt.Sprintf("value %q is not %q (case-sensitive)", tol.Value, t.Value))
+				score++
+			default:
+				why = append(why, fmt.Sprintf("value %q is not the taint's %q", tol.Value, t.Value))
+				score++
+			}
+		}
+		if tol.Effect != "" && tol.Effect != t.Effect {
+			why = append(why, fmt.Sprintf("effect %s does not cover %s", tol.Effect, t.Effect))
+			score++
+		}
+		if !keyRelated || len(why) == 0 || score >= bestScore {
+			continue
+		}
+		best, bestScore = describeToleration(tol)+": "+strings.Join(why, ", "), score
+	}
+	return best
+}
+
+func lastSegment(k string) string {
+	if i := strings.LastIndex(k, "/"); i >= 0 {
+		return k[i+1:]
+	}
+	return k
+}
 
 // Tolerates reports whether a toleration matches a taint (the scheduler's
 // rule), and returns it.

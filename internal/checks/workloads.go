@@ -33,29 +33,95 @@ func linuxOnWindows(daemonSets bool) func(*Ctx) {
 				continue
 			}
 			spec := &w.Template.Spec
-			if c.IsWindowsTemplate(spec) || c.ExcludesWindows(spec) {
+			if c.IsWindowsTemplate(spec) || c.ExcludesWindows(spec) || windowsImage(spec) != "" {
 				continue
 			}
-			tol, ok := Tolerates(spec.Tolerations, WindowsTaint)
-			if !ok {
+			tols, _ := c.podTolerations(spec)
+			sets, from := c.windowsTaintSets(spec)
+			var nodes []string
+			var covered *taintSet
+			for i, ts := range sets {
+				if len(untolerated(tols, ts.Taints)) > 0 {
+					continue
+				}
+				if covered == nil {
+					covered = &sets[i]
+				}
+				if ts.Node != "" {
+					nodes = append(nodes, ts.Node)
+				}
+			}
+			if covered == nil {
 				continue
 			}
-			nodes, known := c.windowsNodesFor(spec)
-			if known && len(nodes) == 0 {
-				continue
+			how := "the Windows nodes carry no taint that keeps it off"
+			if len(covered.Taints) > 0 {
+				var ds []string
+				for _, t := range covered.Taints {
+					tol, _ := Tolerates(tols, t)
+					ds = append(ds, fmt.Sprintf("%s with %s", taintString(t), describeToleration(tol)))
+				}
+				how = "it tolerates the Windows taint " + strings.Join(ds, ", ")
+				if from != "" {
+					how += " (" + from + ")"
+				}
 			}
 			where := "on Windows nodes"
-			if known {
+			if len(nodes) > 0 {
 				where = "on Windows nodes (" + names(nodes, 5) + ")"
 			}
-			msg := fmt.Sprintf("%s tolerates the os=windows:NoSchedule taint with %s and has no kubernetes.io/os: linux node selector or required affinity: its Linux image %s can land %s and never start",
-				workloadLabel(w), describeToleration(tol), firstImage(spec), where)
+			msg := fmt.Sprintf("%s has no kubernetes.io/os: linux node selector or required affinity and %s: its Linux image %s can land %s and never start",
+				workloadLabel(w), how, firstImage(spec), where)
 			if stuck := stuckPods(c, w); stuck != "" {
 				msg += "; " + stuck
 			}
 			c.Report(&w.Object, msg, "")
 		}
 	}
+}
+
+// windowsImage returns the first image of a pod template that is a
+// Windows image by its name, or "".
+func windowsImage(spec *snapshot.PodSpec) string {
+	for _, c := range spec.AllContainers() {
+		if IsWindowsImage(c.Image) {
+			return c.Image
+		}
+	}
+	return ""
+}
+
+// IsWindowsImage reports whether an image reference names a Windows image:
+// a Windows base image (servercore, nanoserver, server, IIS, .NET
+// Framework), a repository named for Windows (calico/node-windows,
+// windows-exporter, sigwindowstools/...), or a tag naming a Windows
+// release (ltsc2022, nanoserver-1809, windowsservercore). Multi-arch images
+// that also hold a Windows variant are not recognised: by name they are
+// Linux images too.
+func IsWindowsImage(image string) bool {
+	ref := strings.ToLower(image)
+	if i := strings.Index(ref, "@"); i >= 0 {
+		ref = ref[:i]
+	}
+	repo, tag := ref, ""
+	if i := strings.LastIndex(ref, ":"); i >= 0 && !strings.Contains(ref[i:], "/") {
+		repo, tag = ref[:i], ref[i+1:]
+	}
+	segs := strings.Split(repo, "/")
+	last := segs[len(segs)-1]
+	switch {
+	case strings.Contains(repo, "mcr.microsoft.com/windows"), strings.Contains(repo, "/dotnet/framework/"),
+		last == "windowsservercore", last == "nanoserver", last == "iis", last == "servercore",
+		strings.Contains(last, "windows"), segs[0] == "sigwindowstools" || len(segs) > 1 && segs[len(segs)-2] == "sigwindowstools":
+		return true
+	}
+	for _, tok := range strings.FieldsFunc(tag, func(r rune) bool { return r == '-' || r == '_' || r == '.' }) {
+		switch tok {
+		case "windowsservercore", "nanoserver", "servercore", "windows", "ltsc2016", "ltsc2019", "ltsc2022", "ltsc2025":
+			return true
+		}
+	}
+	return false
 }
 
 // stuckPods describes a controller's pods already on Windows nodes.
@@ -105,31 +171,93 @@ func windowsTemplates(c *Ctx, f func(w *snapshot.Workload, spec *snapshot.PodSpe
 // HC103
 func windowsPodOSField(c *Ctx) {
 	windowsTemplates(c, func(w *snapshot.Workload, spec *snapshot.PodSpec) {
-		if spec.OSName() == "" {
-			c.Report(&w.Object, fmt.Sprintf("%s runs on Windows nodes but its pod template does not set spec.os.name: windows", workloadLabel(w)), "")
+		if spec.OSName() != "" {
+			return
+		}
+		msg := fmt.Sprintf("%s runs on Windows nodes but its pod template does not set spec.os.name: windows", workloadLabel(w))
+		if bad := linuxOnlyFields(spec); len(bad) > 0 {
+			msg += fmt.Sprintf("; its Linux-only fields (%s) are ignored on the node, and with spec.os.name the API server would reject them", names(bad, 6))
+		}
+		c.Report(&w.Object, msg, "")
+	})
+}
+
+// HC104: a Windows pod template whose image names one Windows build, not
+// tied to that build; live, also a pull that failed on a Windows node for
+// want of a matching manifest (whatever the tag).
+func windowsPodBuildSelector(c *Ctx) {
+	windowsTemplates(c, func(w *snapshot.Workload, spec *snapshot.PodSpec) {
+		if spec.HostProcess() {
+			return
+		}
+		if pulls := noMatchingManifest(c, w); len(pulls) > 0 {
+			c.Report(&w.Object, fmt.Sprintf("%s: the image pull failed for want of a manifest for the node's Windows build: %s",
+				workloadLabel(w), names(pulls, 3)), "")
+			return
+		}
+		if spec.RuntimeClass() != "" && c.RuntimeClass(spec) == nil {
+			return // a RuntimeClass not in the input: assumed to select the build
+		}
+		tied := c.selectedBuilds(spec)
+		for _, ctr := range spec.AllContainers() {
+			ib := ImageBuild(ctr.Image)
+			// Tied to some build: HC108 compares the builds. From build
+			// 20348 on an image also runs on newer hosts (HC108 catches
+			// one on an older node when the nodes are known).
+			if ib == 0 || ib >= 20348 || len(tied) > 0 {
+				continue
+			}
+			c.Report(&w.Object, fmt.Sprintf("%s container %s: image %s is built for Windows build 10.0.%d (%s), which runs only on a host of that same build, and the pod is tied to no build (no runtimeClassName, no %s selector): it fails on every node of another build, such as the guide's 10.0.26100",
+				workloadLabel(w), ctr.Name, ctr.Image, ib, buildName(strconv.Itoa(ib)), snapshot.LabelWindowsBuild), "")
+			return
 		}
 	})
 }
 
-// HC104
-func windowsPodBuildSelector(c *Ctx) {
-	windowsTemplates(c, func(w *snapshot.Workload, spec *snapshot.PodSpec) {
-		if spec.HostProcess() || spec.RuntimeClass() != "" {
-			return
+// selectedBuilds returns the Windows builds a pod template is tied to:
+// its node selectors' and RuntimeClass's windows-build labels, and the
+// values of a required affinity term on that label.
+func (x *Index) selectedBuilds(spec *snapshot.PodSpec) []int {
+	var out []int
+	for _, sel := range x.selectors(spec) {
+		if b, ok := sel[snapshot.LabelWindowsBuild]; ok {
+			out = append(out, buildNumber(b))
 		}
-		if _, ok := spec.NodeSelector[snapshot.LabelWindowsBuild]; ok {
-			return
-		}
-		for _, t := range spec.Affinity.RequiredTerms() {
-			for _, r := range t.MatchExpressions {
-				if r.Key == snapshot.LabelWindowsBuild {
-					return
+	}
+	for _, t := range spec.Affinity.RequiredTerms() {
+		for _, r := range t.MatchExpressions {
+			if r.Key == snapshot.LabelWindowsBuild && r.Operator == "In" {
+				for _, v := range r.Values {
+					out = append(out, buildNumber(v))
 				}
 			}
 		}
-		c.Report(&w.Object, fmt.Sprintf("%s is a Windows pod template with neither a runtimeClassName nor a %s selector: it can land on a node whose build does not match image %s",
-			workloadLabel(w), snapshot.LabelWindowsBuild, firstImage(spec)), "")
-	})
+	}
+	return out
+}
+
+// noMatchingManifest returns the workload's pods on Windows nodes whose
+// image pull failed with "no matching manifest", "pod on node (reason)".
+func noMatchingManifest(c *Ctx, w *snapshot.Workload) []string {
+	var out []string
+	add := func(name, node string, st *snapshot.PodStatus) {
+		if n := c.Node(node); n == nil || !n.IsWindows() {
+			return
+		}
+		for _, m := range st.WaitingMessages() {
+			if strings.Contains(strings.ToLower(m), "no matching manifest") {
+				out = append(out, fmt.Sprintf("%s on %s (%s)", name, node, m))
+				return
+			}
+		}
+	}
+	if w.Pod != nil {
+		add(w.Meta.Name, w.Template.Spec.NodeName, w.Pod)
+	}
+	for _, p := range c.PodsOf(w) {
+		add(p.Name, p.NodeName, &p.Status)
+	}
+	return out
 }
 
 // HC105
@@ -215,7 +343,14 @@ var windowsBuilds = []struct {
 	names []string
 	label string
 }{
+	{14393, []string{"ltsc2016", "1607"}, "Windows Server 2016 / ltsc2016"},
+	{16299, []string{"1709"}, "Windows Server 1709"},
+	{17134, []string{"1803"}, "Windows Server 1803"},
 	{17763, []string{"ltsc2019", "1809"}, "Windows Server 2019 / ltsc2019"},
+	{18362, []string{"1903"}, "Windows Server 1903"},
+	{18363, []string{"1909"}, "Windows Server 1909"},
+	{19041, []string{"2004"}, "Windows Server 2004"},
+	{19042, []string{"20h2"}, "Windows Server 20H2"},
 	{20348, []string{"ltsc2022"}, "Windows Server 2022 / ltsc2022"},
 	{26100, []string{"ltsc2025"}, "Windows Server 2025 / ltsc2025"},
 }
@@ -243,7 +378,7 @@ func buildNumber(b string) int {
 	return n
 }
 
-var tagBuild = regexp.MustCompile(`(?:^|[^0-9a-z])(ltsc2019|ltsc2022|ltsc2025|1809|10\.0\.(\d{5}))(?:$|[^0-9a-z])`)
+var tagBuild = regexp.MustCompile(`(?:^|[^0-9a-z])(ltsc2016|ltsc2019|ltsc2022|ltsc2025|1607|1709|1803|1809|1903|1909|2004|20h2|10\.0\.(\d{5}))(?:$|[^0-9a-z])`)
 
 // ImageBuild returns the Windows build an image tag names (17763, 20348,
 // 26100, or a 10.0.NNNNN build), or 0.
@@ -256,7 +391,7 @@ func ImageBuild(image string) int {
 	if i < 0 || strings.Contains(tag[i:], "/") {
 		return 0
 	}
-	tag = tag[i+1:]
+	tag = strings.ToLower(tag[i+1:])
 	m := tagBuild.FindStringSubmatch(tag)
 	if m == nil {
 		return 0
@@ -424,48 +559,150 @@ var (
 		"readOnlyRootFilesystem", "privileged", "allowPrivilegeEscalation", "procMount", "runAsUser", "runAsGroup"}
 )
 
-// HC110
+// linuxOnlyFields lists the Linux-only fields a pod template sets.
+func linuxOnlyFields(spec *snapshot.PodSpec) []string {
+	var bad []string
+	for _, f := range linuxPodSC {
+		if _, ok := spec.SecurityContext[f]; ok {
+			bad = append(bad, "spec.securityContext."+f)
+		}
+	}
+	if spec.HostUsers != nil {
+		bad = append(bad, "spec.hostUsers")
+	}
+	if spec.HostPID {
+		bad = append(bad, "spec.hostPID")
+	}
+	if spec.HostIPC {
+		bad = append(bad, "spec.hostIPC")
+	}
+	if spec.ShareProcessNamespace != nil {
+		bad = append(bad, "spec.shareProcessNamespace")
+	}
+	for _, ctr := range spec.AllContainers() {
+		for _, f := range linuxContainerSC {
+			if _, ok := ctr.SecurityContext[f]; ok {
+				bad = append(bad, fmt.Sprintf("container %s securityContext.%s", ctr.Name, f))
+			}
+		}
+	}
+	return bad
+}
+
+// HC110: an error only with spec.os.name: windows, the one case in which
+// the API server rejects the pod. Without it the fields are ignored on the
+// node and HC103 (info) names them.
 func windowsLinuxSecurityContext(c *Ctx) {
 	windowsTemplates(c, func(w *snapshot.Workload, spec *snapshot.PodSpec) {
-		var bad []string
-		for _, f := range linuxPodSC {
-			if _, ok := spec.SecurityContext[f]; ok {
-				bad = append(bad, "spec.securityContext."+f)
-			}
+		if spec.OSName() != "windows" {
+			return
 		}
-		if spec.OSName() == "windows" {
-			// Enforced by the API only with spec.os.name; without it the
-			// kubelet tolerates them.
-			if spec.HostUsers != nil {
-				bad = append(bad, "spec.hostUsers")
-			}
-			if spec.HostPID {
-				bad = append(bad, "spec.hostPID")
-			}
-			if spec.HostIPC {
-				bad = append(bad, "spec.hostIPC")
-			}
-			if spec.ShareProcessNamespace != nil {
-				bad = append(bad, "spec.shareProcessNamespace")
-			}
-		}
-		for _, ctr := range spec.AllContainers() {
-			for _, f := range linuxContainerSC {
-				if _, ok := ctr.SecurityContext[f]; ok {
-					bad = append(bad, fmt.Sprintf("container %s securityContext.%s", ctr.Name, f))
-				}
-			}
-		}
+		bad := linuxOnlyFields(spec)
 		if len(bad) == 0 {
 			return
 		}
-		effect := "they are silently ignored on the node"
-		if spec.OSName() == "windows" {
-			effect = "the API server rejects it (\"cannot be set for a windows pod\")"
-		}
-		c.Report(&w.Object, fmt.Sprintf("%s is a Windows pod template with Linux-only fields: %s; %s",
-			workloadLabel(w), names(bad, 6), effect), "")
+		c.Report(&w.Object, fmt.Sprintf("%s sets spec.os.name: windows and Linux-only fields: %s; the API server rejects its pods (\"cannot be set for a windows pod\")",
+			workloadLabel(w), names(bad, 6)), "")
 	})
+}
+
+// HC112
+func windowsTaintNotTolerated(c *Ctx) {
+	for _, w := range c.S.Workloads {
+		spec := &w.Template.Spec
+		if !c.OnlyWindows(spec) || spec.NodeName != "" {
+			continue // a bound pod is past scheduling
+		}
+		tols, unknownRC := c.podTolerations(spec)
+		if unknownRC {
+			continue // its RuntimeClass may add the toleration
+		}
+		sets, from := c.windowsTaintSets(spec)
+		if len(sets) == 0 {
+			continue // no Windows node matches: another problem
+		}
+		var missing []snapshot.Taint
+		seen := map[string]bool{}
+		ok := false
+		for _, ts := range sets {
+			u := untolerated(tols, ts.Taints)
+			if len(u) == 0 {
+				ok = true
+				break
+			}
+			for _, t := range u {
+				if k := taintString(t); !seen[k] {
+					seen[k] = true
+					missing = append(missing, t)
+				}
+			}
+		}
+		if ok {
+			continue
+		}
+		var ts, near []string
+		for _, t := range missing {
+			ts = append(ts, taintString(t))
+			if n := nearMiss(tols, t); n != "" {
+				near = append(near, "toleration "+n)
+			}
+		}
+		where := ""
+		if from != "" {
+			where = " (" + from + ")"
+		} else {
+			var ns []string
+			for _, s := range sets {
+				ns = append(ns, s.Node)
+			}
+			where = " (on " + names(ns, 5) + ")"
+		}
+		via := "no toleration of its own"
+		if spec.RuntimeClass() != "" {
+			via = "no toleration of its own or of RuntimeClass " + spec.RuntimeClass()
+		}
+		msg := fmt.Sprintf("%s selects Windows nodes but %s matches %s%s: its pods stay Pending",
+			workloadLabel(w), via, strings.Join(ts, " or "), where)
+		if len(near) > 0 {
+			msg += "; near miss: " + strings.Join(near, "; ")
+		}
+		c.Report(&w.Object, msg, "")
+	}
+}
+
+// HC113
+func windowsImageNoPlacement(c *Ctx) {
+	for _, w := range c.S.Workloads {
+		spec := &w.Template.Spec
+		var why string
+		switch {
+		case spec.HostProcess():
+			why = "runs HostProcess containers"
+		case spec.OSName() == "windows":
+			why = "sets spec.os.name: windows"
+		default:
+			if img := windowsImage(spec); img != "" {
+				why = "runs the Windows image " + img
+			}
+		}
+		if why == "" || c.OnlyWindows(spec) {
+			continue
+		}
+		if spec.RuntimeClass() != "" && c.RuntimeClass(spec) == nil {
+			continue // a RuntimeClass not in the input may place it
+		}
+		if spec.NodeName != "" {
+			if n := c.Node(spec.NodeName); n == nil || n.IsWindows() {
+				continue // placed by name (a bare pod already bound)
+			}
+		}
+		if c.ExcludesWindows(spec) {
+			c.Report(&w.Object, fmt.Sprintf("%s %s but its scheduling constraints keep it on Linux nodes, where it never starts", workloadLabel(w), why), "")
+			continue
+		}
+		c.Report(&w.Object, fmt.Sprintf("%s %s but nothing places it on Windows nodes (no kubernetes.io/os: windows node selector, required node affinity or RuntimeClass): the scheduler puts it on a Linux node, where it never starts",
+			workloadLabel(w), why), "")
+	}
 }
 
 // HC111

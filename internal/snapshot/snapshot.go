@@ -87,6 +87,13 @@ func KindOf(apiVersion, kind string) Kind {
 		case "DaemonSet", "Deployment", "StatefulSet", "ReplicaSet":
 			return Kind(kind)
 		}
+	case "extensions":
+		// extensions/v1beta1: removed from the API in 1.16, still in old
+		// manifests; the pod template is where it always was.
+		switch kind {
+		case "DaemonSet", "Deployment", "ReplicaSet":
+			return Kind(kind)
+		}
 	case "batch":
 		switch kind {
 		case "Job", "CronJob":

@@ -204,17 +204,34 @@ type Node struct {
 const (
 	LabelOS           = "kubernetes.io/os"
 	LabelArch         = "kubernetes.io/arch"
+	// LabelOSBeta and LabelArchBeta are the deprecated labels kubelets
+	// still set and older manifests still select on.
+	LabelOSBeta   = "beta.kubernetes.io/os"
+	LabelArchBeta = "beta.kubernetes.io/arch"
 	LabelWindowsBuild = "node.kubernetes.io/windows-build"
 	LabelControlPlane = "node-role.kubernetes.io/control-plane"
 )
 
-// OS returns the node's operating system from its label, falling back to
+// OS returns the node's operating system from its label (kubernetes.io/os,
+// else beta.kubernetes.io/os), falling back to
 // status.nodeInfo.operatingSystem.
 func (n *Node) OS() string {
 	if os := n.Meta.Labels[LabelOS]; os != "" {
 		return os
 	}
+	if os := n.Meta.Labels[LabelOSBeta]; os != "" {
+		return os
+	}
 	return n.Status.NodeInfo.OperatingSystem
+}
+
+// Arch returns the node's architecture label (kubernetes.io/arch, else
+// beta.kubernetes.io/arch), or "".
+func (n *Node) Arch() string {
+	if a := n.Meta.Labels[LabelArch]; a != "" {
+		return a
+	}
+	return n.Meta.Labels[LabelArchBeta]
 }
 
 // IsWindows reports whether the node runs Windows.

@@ -247,6 +247,21 @@ func (p *PodStatus) WaitingReason() string {
 	return ""
 }
 
+// WaitingMessages returns every container's waiting reason and message,
+// "reason: message", in container order.
+func (p *PodStatus) WaitingMessages() []string {
+	if p == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range p.ContainerStatuses {
+		if c.State.Waiting != nil && (c.State.Waiting.Reason != "" || c.State.Waiting.Message != "") {
+			out = append(out, c.State.Waiting.Reason+": "+c.State.Waiting.Message)
+		}
+	}
+	return out
+}
+
 // Ready reports whether every container is ready.
 func (p *PodStatus) Ready() bool {
 	if p == nil || len(p.ContainerStatuses) == 0 {
