@@ -103,8 +103,15 @@ into your kubeconfig as cluster NAME, user NAME-admin and context NAME.
 What import does:
   - takes FILE's current context (or --source-context) with its cluster and
     user; files they reference (certificate-authority, client-certificate,
-    client-key, tokenFile) are read, relative to FILE, and embedded, so the
-    result does not depend on FILE any more;
+    client-key, tokenFile) are read only inside FILE's own directory and
+    embedded, so the result does not depend on FILE any more. Absolute
+    paths, "..", symbolic links that lead out, FIFOs, files over 1 MiB and
+    any file reference from standard input are refused;
+  - never runs anything: a user with an exec credential plugin or an
+    auth-provider is refused, naming the command, unless --allow-exec
+    (then it is stored, and runs only when the context is used);
+    --verify never runs a plugin;
+  - warns about insecure-skip-tls-verify, proxy-url and basic auth;
   - compares by content, not by name: a cluster is its server URL and CA
     fingerprint, a user its client-certificate fingerprint or token hash.
     Entries already there with identical content are reused (importing twice
@@ -121,7 +128,8 @@ What import does:
     source fingerprint), which "kubeconfig list" shows.
 
 Exit codes: 0 imported (or already there); 1 refused (name used for different
-content, --verify failed, FILE not a valid kubeconfig); 2 usage; 3 I/O error.`,
+content, --verify failed, FILE not a valid kubeconfig, a plugin or a file
+reference refused); 2 usage; 3 I/O error.`,
 		Example: `  # straight from the control plane: the key never lands in a file of its own
   ssh user@k8s-lab-master-1 sudo cat /etc/kubernetes/admin.conf \
     | hybridctl kubeconfig import - --name lab --verify
@@ -205,6 +213,7 @@ content, --verify failed, FILE not a valid kubeconfig); 2 usage; 3 I/O error.`,
 	cmd.Flags().BoolVar(&o.Overwrite, "overwrite", false, "replace entries named NAME / NAME-admin whose content differs")
 	cmd.Flags().BoolVar(&o.SetCurrent, "set-current", false, "make NAME the current context")
 	cmd.Flags().BoolVar(&o.Verify, "verify", false, "connect with the new credentials and check the server certificate against the imported CA before writing")
+	cmd.Flags().BoolVar(&o.AllowExec, "allow-exec", false, "accept a user with an exec credential plugin or auth-provider: stored, never run by the import (it runs when the context is used)")
 	cmd.Flags().DurationVar(&o.VerifyTimeout, "verify-timeout", kubeconfig.DefaultVerifyTimeout, "time limit for --verify")
 	return cmd
 }

@@ -3,6 +3,8 @@ package kubeconfig
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -34,6 +36,10 @@ type ImportOptions struct {
 	// Verify connects with the new credentials before anything is written.
 	Verify        bool
 	VerifyTimeout time.Duration
+	// AllowExec accepts a source user with an exec credential plugin or an
+	// auth-provider: it is stored, never run by the import (--verify
+	// refuses it). Without it such a source is refused.
+	AllowExec bool
 }
 
 // Action is what happened to one entry.
@@ -103,9 +109,7 @@ func Import(ctx context.Context, st *Store, opts ImportOptions) (*ImportResult, 
 		}
 	}
 	res := &ImportResult{Target: st.Path, Source: src.Name, SourceContext: src.Context, Context: opts.Name}
-	if src.Cluster.InsecureSkipTLSVerify {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%s: cluster %q sets insecure-skip-tls-verify: the server's identity is not checked", src.Name, src.ClusterName))
-	}
+	res.Warnings = SourceWarnings(src)
 	if opts.Verify {
 		v, err := Verify(ctx, src.Cluster, src.User, opts.VerifyTimeout, fmt.Sprintf("verifying %s context %q", src.Name, src.Context))
 		if err != nil {
@@ -256,12 +260,10 @@ func readSource(ctx context.Context, opts ImportOptions) (*Source, error) {
 	if opts.Source == "" {
 		return nil, newErr(KindUsage, "no source kubeconfig given", nil)
 	}
+	so := SourceOptions{Context: opts.SourceContext, AllowExec: opts.AllowExec}
 	if opts.Source == "-" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, newErr(KindIO, "working directory", err)
-		}
-		return ParseSource("<stdin>", opts.SourceData, wd, opts.SourceContext)
+		// No directory: a file reference from standard input is refused.
+		return ParseSource("<stdin>", opts.SourceData, so)
 	}
 	abs, err := filepath.Abs(opts.Source)
 	if err != nil {
@@ -282,14 +284,51 @@ func readSource(ctx context.Context, opts ImportOptions) (*Source, error) {
 	if fi.Size() > maxSourceSize {
 		return nil, newErr(KindInvalid, fmt.Sprintf("%s: %d bytes is too large for a kubeconfig", opts.Source, fi.Size()), nil)
 	}
-	data, err := os.ReadFile(abs)
+	data, err := io.ReadAll(io.LimitReader(f, maxSourceSize+1))
 	if err != nil {
 		return nil, newErr(KindIO, "reading source kubeconfig", err)
 	}
-	src, err := ParseSource(opts.Source, data, filepath.Dir(abs), opts.SourceContext)
+	root, err := os.OpenRoot(filepath.Dir(abs))
+	if err != nil {
+		return nil, newErr(KindIO, "opening the source's directory", err)
+	}
+	defer root.Close()
+	so.Dir = root
+	src, err := ParseSource(opts.Source, data, so)
 	if err != nil {
 		return nil, err
 	}
 	src.Path = abs
 	return src, nil
+}
+
+// SourceWarnings name the settings of an imported cluster and user that
+// weaken or redirect the connection: insecure-skip-tls-verify, a proxy-url
+// (its password masked) and basic auth. Import returns them; the CLI and
+// apply show them.
+func SourceWarnings(src *Source) []string {
+	var w []string
+	if src.Cluster.InsecureSkipTLSVerify {
+		w = append(w, fmt.Sprintf("%s: cluster %q sets insecure-skip-tls-verify: the server's identity is not checked", src.Name, src.ClusterName))
+	}
+	if src.Cluster.ProxyURL != "" {
+		w = append(w, fmt.Sprintf("%s: cluster %q sets proxy-url %s: every request to the API server goes through that proxy", src.Name, src.ClusterName, maskURL(src.Cluster.ProxyURL)))
+	}
+	if src.User.Username != "" || src.User.Password != "" {
+		w = append(w, fmt.Sprintf("%s: user %q uses basic auth (username %q and a password): the password goes with every request, and kube-apiserver has not accepted basic auth since Kubernetes 1.19", src.Name, src.UserName, src.User.Username))
+	}
+	if p := DescribePlugin(src.User); p != "" {
+		w = append(w, fmt.Sprintf("%s: user %q has %s (stored because of --allow-exec; it runs whenever the context is used)", src.Name, src.UserName, p))
+	}
+	return w
+}
+
+// maskURL prints a URL with any password replaced by "xxxxx"; a value that
+// does not parse is not printed at all.
+func maskURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(a value that is not a URL)"
+	}
+	return u.Redacted()
 }

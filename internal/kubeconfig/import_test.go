@@ -224,7 +224,7 @@ func TestImportIdempotentConflictOverwrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, ok := ContextImported(cfg, "lab")
-	src, _ := ParseSource(bConf, mustRead(t, bConf), dir, "")
+	src, _ := ParseSource(bConf, mustRead(t, bConf), SourceOptions{})
 	if !ok || m.Source != bConf || m.SourceSHA256 != src.SHA256 {
 		t.Errorf("context marker after overwrite: %+v", m)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -55,6 +56,14 @@ func RESTConfig(cluster *api.Cluster, user *api.AuthInfo) (*rest.Config, error) 
 // answer, and the server must authenticate the credentials as someone other
 // than system:anonymous. where names the entry in messages.
 func Verify(ctx context.Context, cluster *api.Cluster, user *api.AuthInfo, timeout time.Duration, where string) (*Verified, error) {
+	// --verify never runs a program and never reads a local file: it
+	// connects with exactly the data the import holds.
+	if p := DescribePlugin(user); p != "" {
+		return nil, newErr(KindVerify, fmt.Sprintf("%s: cannot verify: the user has %s, and --verify never runs a plugin", where, p), nil)
+	}
+	if refs := fileRefs(cluster, user); len(refs) > 0 {
+		return nil, newErr(KindVerify, fmt.Sprintf("%s: cannot verify: the entries refer to local files (%s), and --verify sends only what the import holds", where, strings.Join(refs, ", ")), nil)
+	}
 	if cluster.InsecureSkipTLSVerify {
 		return nil, newErr(KindVerify, where+": cannot verify: the cluster sets insecure-skip-tls-verify, so the server's identity cannot be checked", nil)
 	}
@@ -101,6 +110,22 @@ func Verify(ctx context.Context, cluster *api.Cluster, user *api.AuthInfo, timeo
 		return nil, newErr(KindVerify, fmt.Sprintf("%s: authenticating to %s", where, cluster.Server), explainTLS(err))
 	}
 	return v, nil
+}
+
+// fileRefs names the file references left in a cluster and user.
+func fileRefs(c *api.Cluster, u *api.AuthInfo) []string {
+	var refs []string
+	for _, r := range []struct{ field, path string }{
+		{"certificate-authority", c.CertificateAuthority},
+		{"client-certificate", u.ClientCertificate},
+		{"client-key", u.ClientKey},
+		{"tokenFile", u.TokenFile},
+	} {
+		if r.path != "" {
+			refs = append(refs, r.field)
+		}
+	}
+	return refs
 }
 
 func gitVersion(body []byte) string {

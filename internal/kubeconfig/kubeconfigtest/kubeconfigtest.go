@@ -22,6 +22,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -128,6 +129,9 @@ type FakeCluster struct {
 	CA     *CA
 	Server *httptest.Server
 	Admin  struct{ Cert, Key []byte }
+	// Requests counts the HTTP requests the server received (after the
+	// TLS handshake), so that a test can show that nothing was sent.
+	Requests atomic.Int64
 }
 
 func (f *FakeCluster) URL() string { return f.Server.URL }
@@ -168,7 +172,10 @@ func StartFakeCluster(t testing.TB, name string) *FakeCluster {
 			"status": map[string]any{"userInfo": map[string]any{"username": user, "groups": groups}},
 		})
 	})
-	f.Server = httptest.NewUnstartedServer(mux)
+	f.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.Requests.Add(1)
+		mux.ServeHTTP(w, r)
+	}))
 	// Handshakes that fail on purpose (a wrong CA) are the point of some
 	// tests; keep them out of the test output.
 	f.Server.Config.ErrorLog = log.New(io.Discard, "", 0)

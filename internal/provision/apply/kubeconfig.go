@@ -83,12 +83,17 @@ func (p *kubeconfigPhase) Run(ctx context.Context, _ provision.Host) error {
 	if timeout <= 0 {
 		timeout = kubeconfig.DefaultVerifyTimeout
 	}
-	_, err = kubeconfig.Import(ctx, p.target.Store, kubeconfig.ImportOptions{
+	// The same import as `hybridctl kubeconfig import -`: no plugin runs,
+	// no local file is read, --verify before anything is written.
+	imp, err := kubeconfig.Import(ctx, p.target.Store, kubeconfig.ImportOptions{
 		Source: "-", SourceData: res.Stdout, Name: p.target.Name, Server: p.target.Server,
 		Verify: true, VerifyTimeout: timeout,
 	})
 	if err != nil {
 		return fmt.Errorf("importing admin.conf of %s: %w", cps[0].Name, err)
+	}
+	for _, w := range imp.Warnings {
+		provision.Warn(ctx, "admin.conf of %s: %s", cps[0].Name, w)
 	}
 	return nil
 }

@@ -93,3 +93,45 @@ func TestKubeconfigPhaseWithoutTarget(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestKubeconfigPhaseNeverRunsPlugins: an admin.conf from a compromised
+// control plane whose user runs an exec plugin (or reads a local file)
+// fails the phase; the plugin never runs, nothing is read and the
+// kubeconfig is not written.
+func TestKubeconfigPhaseNeverRunsPlugins(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "plugin-ran")
+	script := filepath.Join(dir, "plugin.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ntouch '"+marker+"'\necho '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"x\"}}'\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, user := range map[string]string{
+		"exec":      "exec: {apiVersion: client.authentication.k8s.io/v1, command: " + script + ", interactiveMode: Never}",
+		"tokenFile": "tokenFile: " + filepath.Join(dir, "token"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			conf := `apiVersion: v1
+kind: Config
+clusters: [{name: kubernetes, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: kubernetes-admin, user: {` + user + `}}]
+contexts: [{name: kubernetes-admin@kubernetes, context: {cluster: kubernetes, user: kubernetes-admin}}]
+current-context: kubernetes-admin@kubernetes
+`
+			target := filepath.Join(t.TempDir(), "config")
+			p := &kubeconfigPhase{target: &KubeconfigTarget{Store: &kubeconfig.Store{Path: target}, Name: "lab", VerifyTimeout: 5 * time.Second},
+				hosts: []provision.Host{cp1, node1}, connect: conn(newFake(func(script string, _ int) (*transport.Result, error) {
+					return out(conf)
+				}))}
+			err := p.Run(context.Background(), provision.ClusterHost())
+			if err == nil || !strings.Contains(err.Error(), "refus") {
+				t.Fatalf("want a refusal, got %v", err)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatal("the phase ran the plugin")
+			}
+			if _, err := os.Stat(target); err == nil {
+				t.Fatal("the phase wrote the kubeconfig")
+			}
+		})
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package kubeconfig
+
+const openNonblock = 0
