@@ -159,3 +159,27 @@ func TestKubeconfigImportWarnsWhatItHides(t *testing.T) {
 	}
 	noSecrets(t, r, a.Admin.Key, b.Admin.Key)
 }
+
+// TestKubeconfigImportRefusesPlugins: through the CLI, a source from
+// standard input whose user runs an exec plugin is refused with exit 1 and
+// the plugin never runs; --allow-exec stores it (exit 0) with a warning.
+func TestKubeconfigImportRefusesPlugins(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("KUBECONFIG", "")
+	c := kt.StartFakeCluster(t, "exec")
+	marker := filepath.Join(dir, "plugin-ran")
+	script := kt.WriteFile(t, filepath.Join(dir, "plugin.sh"), []byte("#!/bin/sh\ntouch '"+marker+"'\n"), 0o700)
+	conf := strings.Replace(string(c.AdminConf()), "    client-certificate-data:", "    exec: {apiVersion: client.authentication.k8s.io/v1, command: "+script+", interactiveMode: Never}\n    client-certificate-data:", 1)
+	target := filepath.Join(dir, "config")
+	r := kcRunCLI(t, conf, "kubeconfig", "import", "-", "--name", "lab", "--verify", "--kubeconfig", target)
+	if r.code != 1 || !strings.Contains(r.errOut, script) || !strings.Contains(r.errOut, "--allow-exec") {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.errOut)
+	}
+	r = kcRunCLI(t, conf, "kubeconfig", "import", "-", "--name", "lab", "--allow-exec", "--kubeconfig", target)
+	if r.code != 0 || !strings.Contains(r.errOut, "Warning:") || !strings.Contains(r.errOut, script) {
+		t.Fatalf("--allow-exec: exit %d, stderr:\n%s", r.code, r.errOut)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the CLI ran the plugin")
+	}
+}
