@@ -1,0 +1,115 @@
+// Command hello is the lab's Linux check workload (render's hello
+// Deployment) and the client the end-to-end test runs inside pods:
+//
+//	hello                 serve HTTP on :8080 (PORT overrides): / answers
+//	                      "hello from HOSTNAME", /healthz and /readyz "ok"
+//	hello get URL         GET URL (10 s deadline), print the body; exit 1
+//	                      unless the status is 2xx
+//	hello lookup NAME     resolve NAME, print one address a line
+//	hello sleep           wait for SIGTERM (a pod to exec into)
+//
+// Static (CGO_ENABLED=0, pure-Go resolver), so the image needs no libc.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	var u usage
+	switch {
+	case err == nil:
+	case errors.As(err, &u):
+		fmt.Fprintln(os.Stderr, "hello:", err)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "hello:", err)
+		os.Exit(1)
+	}
+}
+
+type usage string
+
+func (u usage) Error() string { return string(u) }
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return serve(ctx)
+	}
+	switch {
+	case args[0] == "get" && len(args) == 2:
+		return get(ctx, args[1], out)
+	case args[0] == "lookup" && len(args) == 2:
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		addrs, err := net.DefaultResolver.LookupHost(ctx, args[1])
+		if err != nil {
+			return fmt.Errorf("lookup %s: %w", args[1], err)
+		}
+		for _, a := range addrs {
+			fmt.Fprintln(out, a)
+		}
+		return nil
+	case args[0] == "sleep" && len(args) == 1:
+		<-ctx.Done()
+		return nil
+	}
+	return usage("usage: hello [get URL | lookup NAME | sleep]")
+}
+
+func get(ctx context.Context, url string, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return usage(err.Error())
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("get %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(out, io.LimitReader(resp.Body, 1<<20)); err != nil {
+		return fmt.Errorf("get %s: %w", url, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("get %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+func serve(ctx context.Context) error {
+	port := os.Getenv("PORT")
+	if port == "" {
+		port = "8080"
+	}
+	host, _ := os.Hostname()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintf(w, "hello from %s\n", host) })
+	for _, p := range []string{"/healthz", "/readyz"} {
+		mux.HandleFunc(p, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	}
+	srv := &http.Server{Addr: ":" + port, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve :%s: %w", port, err)
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	}
+}

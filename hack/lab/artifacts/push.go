@@ -1,0 +1,182 @@
+package artifacts
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// PlanImage is one entry of `hybridctl plan -o json` .images[].
+type PlanImage struct {
+	Name  string `json:"name"`
+	Image string `json:"image"`
+	OS    string `json:"os"`
+}
+
+// PlanImages runs the built hybridctl's `plan -o json -f SPEC` and returns
+// its .images[].
+func (b *Builder) PlanImages(ctx context.Context, spec string) ([]PlanImage, error) {
+	bin, err := b.Path(ctx, "hybridctl")
+	if err != nil {
+		return nil, err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "plan", "-o", "json", "-f", spec)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("hybridctl plan -o json -f %s: %w\n%s%s", spec, err, stdout.Bytes(), stderr.Bytes())
+	}
+	var p struct {
+		Images []PlanImage `json:"images"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &p); err != nil {
+		return nil, fmt.Errorf("hybridctl plan -o json -f %s: %w", spec, err)
+	}
+	if len(p.Images) == 0 {
+		return nil, fmt.Errorf("hybridctl plan -o json -f %s lists no images", spec)
+	}
+	return p.Images, nil
+}
+
+// Unbuildable are images plan may list that cannot be built here (Calico's
+// modules are not on the module proxy): the lab runs its own pod network in
+// their place (docs/e2e.md).
+func unbuildable(repo string) bool {
+	return strings.Contains(repo, "calico") || strings.Contains(repo, "tigera")
+}
+
+// Pushed is one image written to the registry.
+type Pushed struct {
+	Ref    string // as plan lists it (or the extra image's reference)
+	Digest string
+}
+
+// PushOptions say where images go.
+type PushOptions struct {
+	// Registry, when set, replaces the spec's images.registry host[:port]
+	// (the first path element of every reference) to push somewhere else,
+	// for example 127.0.0.1:PORT in tests.
+	Registry string
+	// CA is a PEM file whose certificates alone are trusted for the
+	// registry's TLS certificate.
+	CA string
+}
+
+// PushImages builds every Linux image plan lists for the spec, plus the
+// extra images (hybridctl, podnet) under the same registry, and pushes them.
+// Windows images and Calico's are skipped with a line on the log.
+func (b *Builder) PushImages(ctx context.Context, spec string, opts PushOptions) ([]Pushed, error) {
+	planned, err := b.PlanImages(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	type want struct {
+		ref string
+		def ImageDef
+	}
+	var todo []want
+	registry := ""
+	for _, pi := range planned {
+		repo, _, _ := strings.Cut(pi.Image, "@")
+		if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+			repo = repo[:i]
+		}
+		if registry == "" {
+			registry, _, _ = strings.Cut(repo, "/")
+		}
+		base := path.Base(repo)
+		switch {
+		case pi.OS == "windows":
+			fmt.Fprintf(b.Log, "lab: %s: a Windows image, not built\n", pi.Image)
+			continue
+		case unbuildable(repo):
+			fmt.Fprintf(b.Log, "lab: %s: Calico cannot be built here; the lab's pod network replaces it\n", pi.Image)
+			continue
+		}
+		d, ok := LookupImage(base)
+		if !ok {
+			return nil, fmt.Errorf("plan lists %s (%s), which the lab cannot build", pi.Image, pi.Name)
+		}
+		todo = append(todo, want{pi.Image, d})
+	}
+	for _, n := range ExtraImages {
+		d, _ := LookupImage(n)
+		todo = append(todo, want{registry + "/" + ExtraRepository + "/" + n + ":" + ExtraTag, d})
+	}
+	tr, err := transport(opts.CA)
+	if err != nil {
+		return nil, err
+	}
+	built := map[string]v1.Image{}
+	writes := map[name.Reference]remote.Taggable{}
+	var out []Pushed
+	for _, w := range todo {
+		img, ok := built[w.def.Name]
+		if !ok {
+			if img, err = b.BuildImage(ctx, w.def); err != nil {
+				return nil, err
+			}
+			built[w.def.Name] = img
+		}
+		target := w.ref
+		if opts.Registry != "" {
+			_, rest, _ := strings.Cut(w.ref, "/")
+			target = opts.Registry + "/" + rest
+		}
+		ref, err := name.ParseReference(target, name.StrictValidation)
+		if err != nil {
+			return nil, fmt.Errorf("image reference %s: %w", target, err)
+		}
+		dg, err := img.Digest()
+		if err != nil {
+			return nil, fmt.Errorf("image %s: %w", w.ref, err)
+		}
+		writes[ref] = img
+		out = append(out, Pushed{Ref: w.ref, Digest: dg.String()})
+	}
+	began := time.Now()
+	if err := remote.MultiWrite(writes, remote.WithContext(ctx), remote.WithTransport(tr)); err != nil {
+		return nil, fmt.Errorf("push %d images: %w", len(writes), err)
+	}
+	fmt.Fprintf(b.Log, "lab: pushed %d images in %s\n", len(writes), time.Since(began).Round(time.Second))
+	slices.SortFunc(out, func(a, b Pushed) int { return strings.Compare(a.Ref, b.Ref) })
+	return slices.CompactFunc(out, func(a, b Pushed) bool { return a.Ref == b.Ref }), nil
+}
+
+// transport trusts only the CA file's certificates (none given: the
+// system's), with a deadline on every stage of a request.
+func transport(caFile string) (http.RoundTripper, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("registry CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("registry CA %s holds no PEM certificate", caFile)
+		}
+		cfg.RootCAs = pool
+	}
+	return &http.Transport{
+		TLSClientConfig:       cfg,
+		TLSHandshakeTimeout:   30 * time.Second,
+		ResponseHeaderTimeout: 2 * time.Minute,
+		IdleConnTimeout:       90 * time.Second,
+		Proxy:                 nil, // the lab registry is on the bridge; never through a proxy
+	}, nil
+}
