@@ -25,6 +25,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hybridctl/hybridctl/hack/lab/artifacts"
 	"github.com/hybridctl/hybridctl/hack/lab/hosts"
 	"github.com/hybridctl/hybridctl/internal/spec"
 )
@@ -38,6 +39,8 @@ const usage = `usage: lab COMMAND [flags]
                           print the extra flags hybridctl apply/reset need
   kubeconfig -f SPEC      print the admin kubeconfig's path (once applied)
   check                   print what this machine lacks to run the lab
+  build | list | path | images | podnet-manifest
+                          the artifacts: binaries, images, pod network (docs/e2e.md)
 
 See docs/e2e.md.
 `
@@ -77,6 +80,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fail(2, "no command")
 	}
 	cmd, args := args[0], args[1:]
+	switch cmd {
+	case "build", "list", "path", "images", "podnet-manifest":
+		// The artifact commands (hack/lab/artifacts, docs/e2e.md).
+		err := artifacts.Run(ctx, append([]string{cmd}, args...), stdout, stderr)
+		var u artifacts.UsageError
+		if errors.As(err, &u) {
+			return &exitError{2, err}
+		}
+		return err
+	}
 	fs := flag.NewFlagSet("lab "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	specPath := fs.String("f", "", "cluster spec")
@@ -258,5 +271,5 @@ func cacheDir() (string, error) {
 // defaultRegistryBin is where the artifacts build puts distribution's
 // registry.
 func defaultRegistryBin(cache string) string {
-	return filepath.Join(cache, "bin", "registry")
+	return filepath.Join(cache, "bin", "registry", "registry") // artifacts: bin/<artifact>/<file>
 }
