@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hybridctl/hybridctl/internal/testenv"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite golden files")

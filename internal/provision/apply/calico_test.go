@@ -2,9 +2,9 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +115,23 @@ func TestCalicoPhases(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "calico-windows (strictAffinity is not enabled)") {
 		t.Fatalf("want calico-windows reported not ready, got %v", err)
 	}
+	// No time left at all: the phase still reads once and reports what it
+	// read, not a deadline.
+	ready.timeout = 0
+	err = ready.Run(ctx, provision.ClusterHost())
+	if err == nil || !strings.Contains(err.Error(), "calico-windows (strictAffinity is not enabled)") {
+		t.Fatalf("no time left: want the state read once, got %v", err)
+	}
+	// A cancelled run ends at once with the cancellation.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	ready.timeout = time.Hour
+	began := time.Now()
+	err = ready.Run(cctx, provision.ClusterHost())
+	if !errors.Is(err, context.Canceled) || time.Since(began) > 30*time.Second {
+		t.Fatalf("cancelled: want context.Canceled at once, got %v after %s", err, time.Since(began))
+	}
+	ready.timeout = 2 * time.Second
 	set("calico-windows", "True", "")
 	if err := ready.Run(ctx, provision.ClusterHost()); err != nil {
 		t.Fatal(err)
