@@ -212,9 +212,12 @@ func ldflags() string {
 
 // stamp identifies a build; a binary whose stamp file matches is reused.
 func stamp(pkg string, static bool) string {
-	s := fmt.Sprintf("package=%s\nversion=%s\ngo=%s\nldflags=%s\n", pkg, version, runtime.Version(), ldflags())
+	// Every build is CGO_ENABLED=0 (see build); a static build's stamp still
+	// differs, so a binary built for the test control plane is never taken
+	// for one built for the lab's images, or the other way round.
+	s := fmt.Sprintf("package=%s\nversion=%s\ngo=%s\nldflags=%s\ncgo=0\n", pkg, version, runtime.Version(), ldflags())
 	if static {
-		s += "cgo=0\n"
+		s += "static=1\n"
 	}
 	return s
 }
@@ -247,19 +250,15 @@ func build(ctx context.Context, dir, name string, static bool, log io.Writer) er
 	_ = tmp.Close()
 	defer os.Remove(tmpName) // no-op after the rename
 
-	cgo := "cgo as configured"
-	if static {
-		cgo = "CGO_ENABLED=0"
-	}
-	fmt.Fprintf(log, "testenv: building %s %s (%s, %s) ...\n", name, version, pkg, cgo)
+	fmt.Fprintf(log, "testenv: building %s %s (%s, CGO_ENABLED=0) ...\n", name, version, pkg)
 	began := time.Now()
 	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", ldflags(), "-o", tmpName, pkg)
 	cmd.Stdout = log
 	cmd.Stderr = log
-	cmd.Env = append(os.Environ(), "GOFLAGS="+withoutBuildVCS(os.Getenv("GOFLAGS")))
-	if static {
-		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
-	}
+	// Always CGO_ENABLED=0: nothing here needs cgo, and one setting for
+	// the control plane and the lab's --static builds lets them share the
+	// Go build cache (a second cgo setting compiled all of Kubernetes twice).
+	cmd.Env = append(os.Environ(), "GOFLAGS="+withoutBuildVCS(os.Getenv("GOFLAGS")), "CGO_ENABLED=0")
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("build %s: go build %s: %w", name, pkg, err)
 	}
