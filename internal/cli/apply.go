@@ -200,13 +200,11 @@ Host keys are checked against known_hosts: an unknown key is refused unless
 --accept-new-host-keys, a changed key always. Linux users other than root
 need passwordless sudo; Windows users must be administrators (OpenSSH).
 
-STATUS: preflight, the node preparation (the rendered prepare.sh and
-prepare.ps1, with the Windows reboots), kubeadm init, the kubeconfig import,
-Calico and its readiness, the joins, the CoreDNS restart, the add-ons,
-kube-proxy-windows, the RuntimeClasses and the check workloads are
-implemented; CSR approval and doctor are listed with their order and gates and fail with "not
-implemented yet" when run: do them by hand from the runbook and pass them
-to --skip-phases. See docs/apply.md.
+Phases, in order (--only and --skip-phases take these names; a phase
+"after X everywhere" waits until X has finished on all of its hosts):
+
+` + provision.HelpText(apply.Phases(apply.Deps{})) + `
+See docs/apply.md.
 
 Ctrl-C stops cleanly (finished steps stay recorded); a second Ctrl-C exits
 at once (130).`,
@@ -308,6 +306,10 @@ limits it to some nodes; without it, every node is reset.
 It is destructive: pass --yes (or --dry-run to see what it would do). After
 a complete reset the nodes' records in apply's state file are dropped, so
 apply starts over on them.
+
+Phases, in order:
+
+` + provision.HelpText(apply.ResetPhases(apply.Deps{}, 0)) + `
 
 drain and delete-node use the cluster's context (named after the cluster,
 as apply imported it) in --kubeconfig; drain follows kubectl drain

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/hybridctl/hybridctl/examples"
+	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/apply"
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
 )
 
@@ -191,5 +194,36 @@ func TestResetOverSSH(t *testing.T) {
 	st, _ := os.ReadFile(state)
 	if strings.Contains(string(st), "k8s-lab-node-1") || !strings.Contains(string(st), "k8s-lab-node-2") {
 		t.Errorf("state after resetting node-1:\n%s", st)
+	}
+}
+
+// TestPhaseHelp: apply --help and reset --help list every phase of the
+// phase lists, in order, with where it runs and what it does: the text is
+// generated from the lists, and nothing says "not implemented".
+func TestPhaseHelp(t *testing.T) {
+	for _, tc := range []struct {
+		cmd    string
+		phases []provision.Phase
+	}{{"apply", apply.Phases(apply.Deps{})}, {"reset", apply.ResetPhases(apply.Deps{}, 0)}} {
+		r := runCLI(t, "", tc.cmd, "--help")
+		if r.code != 0 {
+			t.Fatalf("%s --help: exit %d", tc.cmd, r.code)
+		}
+		help := strings.Join(strings.Fields(r.out), " ")
+		if strings.Contains(help, "not implemented") || strings.Contains(help, "STATUS") {
+			t.Errorf("%s --help still has the stale status text", tc.cmd)
+		}
+		at := 0
+		for i, row := range provision.Table(tc.phases) {
+			entry := fmt.Sprintf("%d. %s (%s)", i+1, row.Name, row.RunsOn)
+			j := strings.Index(help[at:], entry)
+			if j < 0 {
+				t.Fatalf("%s --help: %q missing or out of order", tc.cmd, entry)
+			}
+			at += j
+			if !strings.Contains(help[at:], strings.Join(strings.Fields(row.Description), " ")) {
+				t.Errorf("%s --help: no description for %s", tc.cmd, row.Name)
+			}
+		}
 	}
 }

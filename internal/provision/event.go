@@ -126,7 +126,11 @@ func (r *TextReporter) Report(e Event) {
 			verb = "applied"
 		}
 		if s.DryRun {
-			verb = "dry-run"
+			// Nothing was done: the steps would run.
+			fmt.Fprintf(&b, "%sdry-run: %d would run, %d skipped, %d failed, %d blocked, %d not run in %s; nothing was changed\n",
+				stamp, s.Done, s.Skipped, s.Failed, s.Blocked, s.NotRun, roundDur(s.ElapsedMS))
+			r.write(b.String())
+			return
 		}
 		fmt.Fprintf(&b, "%s%s: %d done, %d skipped, %d failed, %d blocked, %d not run in %s\n",
 			stamp, verb, s.Done, s.Skipped, s.Failed, s.Blocked, s.NotRun, roundDur(s.ElapsedMS))

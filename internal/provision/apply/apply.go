@@ -1,13 +1,7 @@
 // Package apply is the ordered phase lists of `hybridctl apply` and
-// `hybridctl reset`, following the guide section by section.
-//
-// Status: preflight, linux-prepare and windows-prepare (the rendered
-// prepare scripts, with the Windows reboots), kubeadm-init, the joins and
-// the host side of reset are implemented. The phases that need the
-// Kubernetes API client are in the list with their targets, gates and an
-// outline of what they will do, and fail with provision.ErrNotImplemented
-// when run: the list is the contract the implementations fill in, and
-// nothing pretends to be done.
+// `hybridctl reset`, following the guide section by section. Every phase of
+// both lists is implemented; `apply --help`, `reset --help` and
+// docs/apply.md show the lists as generated from Phases and ResetPhases.
 package apply
 
 import (
@@ -90,8 +84,8 @@ func Phases(d Deps) []provision.Phase {
 	if csrTimeout <= 0 {
 		csrTimeout = 10 * time.Minute
 	}
-	approve := func(title string, after []string, nodes func([]provision.Host) []provision.Host) provision.Phase {
-		return &approveCSRsPhase{title: title, after: after, nodes: nodes, hosts: d.Hosts, inventory: d.Inventory,
+	approve := func(title, who string, after []string, nodes func([]provision.Host) []provision.Host) provision.Phase {
+		return &approveCSRsPhase{title: title, who: who, after: after, nodes: nodes, hosts: d.Hosts, inventory: d.Inventory,
 			restConfig: d.RESTConfig, timeout: csrTimeout, poll: 2 * time.Second}
 	}
 	return append(list,
@@ -103,11 +97,11 @@ func Phases(d Deps) []provision.Phase {
 		&calicoPhase{files: d.Files, manifests: d.Calico, restConfig: d.RESTConfig},
 		&calicoReadyPhase{hosts: d.Hosts, restConfig: d.RESTConfig, timeout: calicoTimeout, poll: 5 * time.Second},
 		&joinPhase{title: "join-linux", after: []string{"calico-ready"}, files: d.Files, hosts: d.Hosts, connect: d.hostConn, redactor: d.Redactor},
-		approve("approve-linux-csrs", []string{"join-linux"}, provision.LinuxNodes),
+		approve("approve-linux-csrs", "the control plane and the Linux workers", []string{"join-linux"}, provision.LinuxNodes),
 		&corednsRestartPhase{restConfig: d.RESTConfig},
 		&addonsPhase{addons: d.Addons, restConfig: d.RESTConfig},
 		&joinPhase{title: "join-windows", windows: true, after: []string{"calico-ready", "windows-prepare"}, files: d.Files, hosts: d.Hosts, connect: d.hostConn, redactor: d.Redactor},
-		approve("approve-windows-csrs", []string{"join-windows"}, provision.WindowsNodes),
+		approve("approve-windows-csrs", "the Windows nodes", []string{"join-windows"}, provision.WindowsNodes),
 		&manifestPhase{title: "kube-proxy-windows", desc: "kube-proxy-windows DaemonSet (HostProcess, winkernel) for the cluster's version",
 			paths: d.Files.under("cluster/windows/kube-proxy-windows"), files: d.Files, restConfig: d.RESTConfig},
 		&manifestPhase{title: "runtimeclasses", desc: "a RuntimeClass per Windows build (handler runhcs-wcow-process, nodeSelector and the os=windows toleration)",

@@ -57,7 +57,7 @@ func labDeps(t *testing.T) Deps {
 }
 
 var (
-	stamp = regexp.MustCompile(`(?m)^\[ *[0-9.]+s\] | in [0-9.]+[µnm]?s$`)
+	stamp = regexp.MustCompile(`(?m)^\[ *[0-9.]+s\] | in [0-9.]+[µnm]?s($|;)`)
 	// Sizes and hashes of rendered files change with render's templates;
 	// render's own golden files pin the content.
 	fileSum = regexp.MustCompile(`[0-9]+ bytes, sha256 [0-9a-f]{64}`)
@@ -76,7 +76,7 @@ func TestLabDryRunGolden(t *testing.T) {
 	if err := e.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	got := fileSum.ReplaceAllString(stamp.ReplaceAllString(out.String(), ""), "N bytes, sha256 …")
+	got := fileSum.ReplaceAllString(stamp.ReplaceAllString(out.String(), "$1"), "N bytes, sha256 …")
 	golden := filepath.Join("testdata", "lab-dry-run-offline.golden")
 	if *update {
 		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {

@@ -41,6 +41,7 @@ func InventoryFrom(p *plan.Plan) (csr.Inventory, error) {
 type approveCSRsPhase struct {
 	title      string
 	after      []string
+	who        string // the nodes, for the description: "the Windows nodes"
 	nodes      func([]provision.Host) []provision.Host
 	hosts      []provision.Host
 	inventory  csr.Inventory
@@ -52,7 +53,7 @@ type approveCSRsPhase struct {
 func (p *approveCSRsPhase) Title() string   { return p.title }
 func (p *approveCSRsPhase) Waits() []string { return p.after }
 func (p *approveCSRsPhase) Description() string {
-	return "approve the kubelet-serving CSRs of " + strings.Join(p.names(), ", ") + " through the verified approver"
+	return "approve the kubelet-serving CSRs of " + p.who + " through the verified approver (requester, names and IPs checked against the spec); deny wrong ones"
 }
 func (p *approveCSRsPhase) Targets([]provision.Host) []provision.Host {
 	return []provision.Host{provision.ClusterHost()}
