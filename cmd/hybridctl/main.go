@@ -4,7 +4,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"os/signal"
 	"syscall"
@@ -13,12 +12,10 @@ import (
 )
 
 func main() {
-	// The first Ctrl-C cancels the context (long commands stop cleanly and
-	// record their progress); a second one exits 130 at once.
+	// Read-only commands end at once on Ctrl-C or SIGTERM (130/143); apply,
+	// reset and the other writers stop cleanly on the first and exit on the
+	// second.
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	ctx, stop := cli.HandleInterrupts(context.Background(), sigs, os.Stderr, os.Exit)
-	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(cli.Run(os.Args[1:], sigs, os.Exit, os.Stdin, os.Stdout, os.Stderr))
 }

@@ -15,10 +15,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hybridctl/hybridctl/internal/csr"
+	"github.com/hybridctl/hybridctl/internal/kubeclient"
 )
 
 func newCSRCmd(s Streams) *cobra.Command {
@@ -34,12 +34,13 @@ to the requesting node.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newCSRApproveCmd(s))
+	cmd.AddCommand(graceful(newCSRApproveCmd(s), "watch"))
 	return cmd
 }
 
 type csrApproveOptions struct {
-	config        *genericclioptions.ConfigFlags
+	config        *kubeclient.Flags
+	timeout       time.Duration
 	spec          specFlags
 	yes           bool
 	dryRun        bool
@@ -50,7 +51,7 @@ type csrApproveOptions struct {
 }
 
 func newCSRApproveCmd(s Streams) *cobra.Command {
-	o := &csrApproveOptions{config: genericclioptions.NewConfigFlags(true)}
+	o := &csrApproveOptions{config: kubeclient.NewFlags()}
 	cmd := &cobra.Command{
 		Use:   "approve [CSR_NAME...]",
 		Short: "Approve kubelet-serving CSRs whose names and addresses belong to the requesting node",
@@ -107,6 +108,7 @@ error; 3 could not complete (API unreachable, an API error).`,
 		},
 	}
 	o.config.AddFlags(cmd.Flags())
+	addTimeout(cmd, &o.timeout)
 	o.spec.add(cmd)
 	f := cmd.Flags()
 	f.BoolVarP(&o.yes, "yes", "y", false, "approve and deny without asking")
@@ -155,9 +157,9 @@ func (o *csrApproveOptions) run(ctx context.Context, s Streams, args []string) e
 		}
 		opts.Inventory = inv
 	}
-	cfg, err := o.config.ToRESTConfig()
+	cfg, err := o.config.RESTConfig(s.Err)
 	if err != nil {
-		return Incomplete(fmt.Errorf("loading the kubeconfig: %w", err))
+		return Incomplete(err)
 	}
 	if o.watch {
 		// Decisions must not queue behind client-side throttling.
@@ -169,6 +171,13 @@ func (o *csrApproveOptions) run(ctx context.Context, s Streams, args []string) e
 	}
 	if o.watch {
 		return o.runWatch(ctx, s, client, opts)
+	}
+	// Unattended, the whole review has a deadline; at the prompt the
+	// person decides how long it takes (each request still has one).
+	if o.yes || o.dryRun {
+		var cancel context.CancelFunc
+		ctx, cancel = withTimeout(ctx, o.timeout)
+		defer cancel()
 	}
 	return o.runOnce(ctx, s, client, opts, args)
 }
@@ -192,7 +201,7 @@ func (o *csrApproveOptions) runWatch(ctx context.Context, s Streams, client kube
 func (o *csrApproveOptions) runOnce(ctx context.Context, s Streams, client kubernetes.Interface, opts csr.Options, names []string) error {
 	pending, err := csr.ListPending(ctx, client, names)
 	if err != nil {
-		return Incomplete(err)
+		return apiFailure(ctx, "csr approve", o.timeout, err)
 	}
 	if len(names) > 0 {
 		found := map[string]bool{}
@@ -269,7 +278,7 @@ func (o *csrApproveOptions) runOnce(ctx context.Context, s Streams, client kuber
 	case denied:
 		return &ExitError{Code: ExitProblem, Err: errors.New("a kubelet-serving request was denied"), Silent: true}
 	case len(apiErrs) > 0:
-		return Incomplete(errors.Join(apiErrs...))
+		return apiFailure(ctx, "csr approve", o.timeout, errors.Join(apiErrs...))
 	}
 	return nil
 }

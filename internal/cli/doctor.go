@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/hybridctl/hybridctl/internal/checks"
+	"github.com/hybridctl/hybridctl/internal/kubeclient"
 	"github.com/hybridctl/hybridctl/internal/report"
 	"github.com/hybridctl/hybridctl/internal/snapshot"
 )
@@ -98,7 +99,8 @@ func (f *auditFlags) finish(s Streams, tool string, snap *snapshot.Snapshot, opt
 func newDoctorCmd(s Streams) *cobra.Command {
 	var f auditFlags
 	var explain string
-	cf := genericclioptions.NewConfigFlags(true)
+	var timeout time.Duration
+	kf := kubeclient.NewFlags()
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Audit a live hybrid cluster through the API (read-only)",
@@ -137,24 +139,23 @@ Exit codes: 0 no findings at or above --fail-on; 1 findings at or above it;
 			if err != nil {
 				return Usage(err)
 			}
-			cfg, err := cf.ToRESTConfig()
-			if err != nil {
-				return Incomplete(fmt.Errorf("kubeconfig: %w", err))
-			}
-			ns := ""
-			if cmd.Flags().Changed("namespace") && cf.Namespace != nil {
-				ns = *cf.Namespace
-			}
-			snap, err := snapshot.LoadLive(cmd.Context(), cfg, snapshot.LiveOptions{Kinds: checks.Needs(cs), Namespace: ns})
+			cfg, err := kf.RESTConfig(s.Err)
 			if err != nil {
 				return Incomplete(err)
+			}
+			ctx, cancel := withTimeout(cmd.Context(), timeout)
+			defer cancel()
+			snap, err := snapshot.LoadLive(ctx, cfg, snapshot.LiveOptions{Kinds: checks.Needs(cs), Namespace: kf.Namespace(cmd.Flags())})
+			if err != nil {
+				return apiFailure(ctx, "doctor", timeout, err)
 			}
 			return f.finish(s, "doctor", snap, opts)
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&explain, "explain", "", "print the documentation of a check (ID or name) and exit")
-	cf.AddFlags(cmd.Flags())
+	addTimeout(cmd, &timeout)
+	kf.AddFlags(cmd.Flags())
 	return cmd
 }
 

@@ -85,7 +85,7 @@ file. Key material is never printed.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newKubeconfigImportCmd(s), newKubeconfigListCmd(s), newKubeconfigRemoveCmd(s))
+	cmd.AddCommand(graceful(newKubeconfigImportCmd(s), ""), newKubeconfigListCmd(s), graceful(newKubeconfigRemoveCmd(s), ""))
 	return cmd
 }
 

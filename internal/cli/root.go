@@ -24,11 +24,11 @@ type Streams struct {
 // adding one line here: there is no init() registration.
 func commands(s Streams) []*cobra.Command {
 	return []*cobra.Command{
-		newInitCmd(s),
+		graceful(newInitCmd(s), ""),
 		newPlanCmd(s),
-		newRenderCmd(s),
-		newApplyCmd(s),
-		newResetCmd(s),
+		graceful(newRenderCmd(s), ""),
+		graceful(newApplyCmd(s), ""),
+		graceful(newResetCmd(s), ""),
 		newCSRCmd(s),
 		newKubeconfigCmd(s),
 		newVersionCmd(s),
@@ -83,9 +83,18 @@ failed phase); 2 usage error; 3 could not complete (I/O, unreachable API).`,
 // Main runs hybridctl with args and returns the process exit code. It is the
 // only place that turns errors into exit codes; main.main calls os.Exit.
 func Main(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer) int {
-	s := Streams{In: in, Out: out, Err: errOut}
+	return runMain(ctx, args, Streams{In: in, Out: out, Err: errOut}, nil)
+}
+
+// runMain is Main; started, when set, is called with the command about to run
+// (its flags parsed).
+func runMain(ctx context.Context, args []string, s Streams, started func(*cobra.Command)) int {
+	errOut := s.Err
 	root := NewRootCmd(s)
 	root.SetArgs(args)
+	if started != nil {
+		root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { started(cmd) }
+	}
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK

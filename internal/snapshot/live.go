@@ -13,6 +13,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -119,7 +120,7 @@ func LoadLive(ctx context.Context, cfg *rest.Config, opts LiveOptions) (*Snapsho
 	if err != nil {
 		return nil, fmt.Errorf("API client for %s: %w", cfg.Host, err)
 	}
-	v, err := cs.Discovery().ServerVersion()
+	v, err := ServerVersion(ctx, cs.Discovery().RESTClient())
 	if err != nil {
 		return nil, fmt.Errorf("reach API server %s: %w", cfg.Host, err)
 	}
@@ -399,4 +400,18 @@ func (s *Snapshot) getKubeadmConfig(ctx context.Context, rc rest.Interface) erro
 	}
 	s.locked(func() { s.Listed[KindClusterConfiguration] = true })
 	return nil
+}
+
+// ServerVersion is discovery's ServerVersion (GET /version), but honouring
+// ctx: client-go's own call cannot be cancelled.
+func ServerVersion(ctx context.Context, rc rest.Interface) (*version.Info, error) {
+	raw, err := rc.Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return nil, err
+	}
+	var v version.Info
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("decode /version: %w", err)
+	}
+	return &v, nil
 }

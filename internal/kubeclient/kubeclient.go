@@ -1,0 +1,254 @@
+// Package kubeclient builds the Kubernetes API client configuration every
+// hybridctl command uses: kubectl's connection flags (--kubeconfig,
+// --context, -n, --request-timeout, ...), a deadline on every request, a
+// clear error when there is no kubeconfig at all, and kubectl-like request
+// tracing with -v.
+package kubeclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/rest"
+)
+
+// DefaultRequestTimeout is how long one API request may take when
+// --request-timeout is not given (kubectl's default, 0, waits for ever).
+const DefaultRequestTimeout = 30 * time.Second
+
+// TraceLevel is the -v level from which requests are traced (kubectl's).
+const TraceLevel = 6
+
+// Flags are the connection flags of a command that talks to the API.
+type Flags struct {
+	Config *genericclioptions.ConfigFlags
+	// Verbosity is -v: from TraceLevel on, each request is traced.
+	Verbosity int
+}
+
+// NewFlags returns the flags with hybridctl's defaults.
+func NewFlags() *Flags {
+	cf := genericclioptions.NewConfigFlags(true)
+	t := DefaultRequestTimeout.String()
+	cf.Timeout = &t
+	return &Flags{Config: cf}
+}
+
+// AddFlags registers the flags on fs.
+func (f *Flags) AddFlags(fs *pflag.FlagSet) {
+	f.Config.AddFlags(fs)
+	if fl := fs.Lookup("request-timeout"); fl != nil {
+		fl.Usage = "how long one API request may take (e.g. 10s, 2m); 0 means the default, " + DefaultRequestTimeout.String() + ": no request waits for ever"
+	}
+	fs.IntVarP(&f.Verbosity, "v", "v", 0, fmt.Sprintf("log level; %d or more traces each API request (method, URL, status, latency; never headers or bodies)", TraceLevel))
+}
+
+// Namespace returns -n when it was given, else "".
+func (f *Flags) Namespace(fs *pflag.FlagSet) string {
+	if fs.Changed("namespace") && f.Config.Namespace != nil {
+		return *f.Config.Namespace
+	}
+	return ""
+}
+
+// NoKubeconfigError says that no kubeconfig was found, and where hybridctl
+// looked.
+type NoKubeconfigError struct {
+	Looked []string
+}
+
+func (e *NoKubeconfigError) Error() string {
+	where := "nowhere"
+	if len(e.Looked) > 0 {
+		where = strings.Join(e.Looked, ", ")
+	}
+	env := "$KUBECONFIG is not set"
+	if v := os.Getenv("KUBECONFIG"); v != "" {
+		env = "$KUBECONFIG=" + v
+	}
+	return fmt.Sprintf("no kubeconfig found: looked in %s (%s); pass --kubeconfig FILE or import a cluster with 'hybridctl kubeconfig import'", where, env)
+}
+
+// TimeoutError is a request the API server did not answer in time.
+type TimeoutError struct {
+	Server string
+	After  time.Duration
+	Err    error
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("the API server at %s did not answer within %s", e.Server, seconds(e.After))
+}
+
+func (e *TimeoutError) Unwrap() error { return e.Err }
+
+// Timeout lets net.Error-style checks see it as a timeout.
+func (e *TimeoutError) Timeout() bool { return true }
+
+// seconds formats d as "30 s", "0.5 s".
+func seconds(d time.Duration) string {
+	return fmt.Sprintf("%g s", d.Seconds())
+}
+
+// RESTConfig builds the client configuration: every request has a
+// deadline (--request-timeout; 0 means DefaultRequestTimeout), requests are
+// traced to trace from -v TraceLevel on, and a missing kubeconfig is a
+// NoKubeconfigError naming where it looked.
+func (f *Flags) RESTConfig(trace io.Writer) (*rest.Config, error) {
+	loader := f.Config.ToRawKubeConfigLoader()
+	raw, err := loader.RawConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	server := f.Config.APIServer != nil && *f.Config.APIServer != ""
+	inCluster := os.Getenv("KUBERNETES_SERVICE_HOST") != ""
+	if len(raw.Clusters) == 0 && !server && !inCluster {
+		var looked []string
+		if f.Config.KubeConfig != nil && *f.Config.KubeConfig != "" {
+			looked = []string{*f.Config.KubeConfig}
+		} else {
+			looked = loader.ConfigAccess().GetLoadingPrecedence()
+		}
+		return nil, &NoKubeconfigError{Looked: looked}
+	}
+	cfg, err := f.Config.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = DefaultRequestTimeout
+	}
+	Configure(cfg, timeout, f.Verbosity, trace)
+	return cfg, nil
+}
+
+// Configure gives cfg's requests the deadline timeout and, at verbosity
+// TraceLevel or more, a trace on w. cfg.Timeout is cleared: the deadline
+// covers a whole request, but only the answer of a watch, which then
+// streams for as long as it is read.
+func Configure(cfg *rest.Config, timeout time.Duration, verbosity int, w io.Writer) {
+	cfg.Timeout = 0
+	server := cfg.Host
+	prev := cfg.WrapTransport
+	var mu sync.Mutex
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		if prev != nil {
+			rt = prev(rt)
+		}
+		rt = &deadlineTransport{next: rt, after: timeout, server: server}
+		if verbosity >= TraceLevel && w != nil {
+			rt = &traceTransport{next: rt, w: w, mu: &mu}
+		}
+		return rt
+	}
+}
+
+// deadlineTransport gives each request a deadline: the whole exchange for
+// ordinary requests, the response headers for watches.
+type deadlineTransport struct {
+	next   http.RoundTripper
+	after  time.Duration
+	server string
+}
+
+func isWatch(req *http.Request) bool {
+	q := req.URL.Query()
+	return q.Get("watch") == "true" || q.Get("watch") == "1" || q.Get("follow") == "true"
+}
+
+func (t *deadlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(req.Context())
+	var fired atomic.Bool
+	timer := time.AfterFunc(t.after, func() { fired.Store(true); cancel() })
+	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		timer.Stop()
+		cancel()
+		if fired.Load() {
+			return nil, &TimeoutError{Server: t.server, After: t.after, Err: err}
+		}
+		return nil, err
+	}
+	if isWatch(req) {
+		if !timer.Stop() && fired.Load() {
+			_ = resp.Body.Close()
+			cancel()
+			return nil, &TimeoutError{Server: t.server, After: t.after, Err: context.DeadlineExceeded}
+		}
+		resp.Body = &deadlineBody{rc: resp.Body, cancel: cancel, t: t}
+		return resp, nil
+	}
+	resp.Body = &deadlineBody{rc: resp.Body, timer: timer, cancel: cancel, fired: &fired, t: t}
+	return resp, nil
+}
+
+type deadlineBody struct {
+	rc     io.ReadCloser
+	timer  *time.Timer // nil for a watch
+	cancel context.CancelFunc
+	fired  *atomic.Bool
+	t      *deadlineTransport
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && b.fired != nil && b.fired.Load() {
+		err = &TimeoutError{Server: b.t.server, After: b.t.after, Err: err}
+	}
+	return n, err
+}
+
+func (b *deadlineBody) Close() error {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	err := b.rc.Close()
+	b.cancel()
+	return err
+}
+
+// traceTransport writes one line per request: method, URL (without
+// credentials), status and latency. Never headers, never bodies.
+type traceTransport struct {
+	next http.RoundTripper
+	w    io.Writer
+	mu   *sync.Mutex
+}
+
+func (t *traceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	start := time.Now()
+	resp, err := t.next.RoundTrip(req)
+	ms := time.Since(start).Milliseconds()
+	status := ""
+	if err != nil {
+		status = "error: " + traceError(err)
+	} else {
+		status = resp.Status
+	}
+	u := *req.URL
+	u.User = nil
+	t.mu.Lock()
+	fmt.Fprintf(t.w, "%s %s %s in %d ms\n", req.Method, u.String(), status, ms)
+	t.mu.Unlock()
+	return resp, err
+}
+
+// traceError is a transport error's text: dial and TLS errors, never
+// anything a server sent.
+func traceError(err error) string {
+	if errors.Is(err, context.Canceled) {
+		return "cancelled"
+	}
+	return err.Error()
+}
