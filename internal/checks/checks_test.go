@@ -61,6 +61,9 @@ func load(t *testing.T, path string, h header) *snapshot.Snapshot {
 	if err != nil {
 		t.Fatalf("load %s: %v", path, err)
 	}
+	for _, d := range s.Diagnostics {
+		t.Errorf("fixture %s: %s", path, d)
+	}
 	if h.live {
 		s.Live = true
 		for _, k := range append(snapshot.WorkloadKinds(), snapshot.KindNode, snapshot.KindNamespace, snapshot.KindService,

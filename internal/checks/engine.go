@@ -160,10 +160,13 @@ func ParseConfig(b []byte) (*Config, error) {
 
 // Result is what a run produced.
 type Result struct {
-	Findings   []Finding `json:"findings"`
-	Skipped    []Skipped `json:"skipped"`
-	Suppressed int       `json:"-"`
-	Ran        []Doc     `json:"-"`
+	Findings []Finding `json:"findings"`
+	Skipped  []Skipped `json:"skipped"`
+	// Diagnostics are the input's own problems (lint): documents that
+	// could not be read or are not Kubernetes objects.
+	Diagnostics []snapshot.Diagnostic `json:"diagnostics"`
+	Suppressed  int                   `json:"-"`
+	Ran         []Doc                 `json:"-"`
 }
 
 // Resolve maps check IDs or names to IDs; unknown ones are an error.
@@ -261,7 +264,8 @@ func Run(s *snapshot.Snapshot, opts Options) (*Result, error) {
 	if opts.WindowsTaintsFrom != "" {
 		idx.taints, idx.taintsFrom = opts.WindowsTaints, "from "+opts.WindowsTaintsFrom
 	}
-	res := &Result{Findings: []Finding{}, Skipped: []Skipped{}, Ran: ds}
+	res := &Result{Findings: []Finding{}, Skipped: []Skipped{}, Ran: ds,
+		Diagnostics: append([]snapshot.Diagnostic{}, s.Diagnostics...)}
 	for i := range cs {
 		c, d := &cs[i], ds[i]
 		if reason := unavailable(s, c.Needs); reason != "" {

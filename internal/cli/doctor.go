@@ -90,6 +90,11 @@ func (f *auditFlags) finish(s Streams, tool string, snap *snapshot.Snapshot, opt
 			n++
 		}
 	}
+	for _, d := range res.Diagnostics {
+		if checks.Severity(d.Severity).Rank() >= threshold {
+			n++
+		}
+	}
 	if n > 0 {
 		return &ExitError{Code: ExitProblem, Err: fmt.Errorf("%d finding(s) at or above %s", n, f.failOn), Silent: true}
 	}
@@ -159,6 +164,28 @@ Exit codes: 0 no findings at or above --fail-on; 1 findings at or above it;
 	return cmd
 }
 
+// noObjects is the error for input without a single Kubernetes object: an
+// empty pipe must not pass as a clean lint.
+func noObjects(args []string, diags []snapshot.Diagnostic) error {
+	msg := "no Kubernetes object in the input (" + strings.Join(args, ", ") + ")"
+	if len(diags) == 0 {
+		return errors.New(msg + ": it is empty, or holds only comments and --- lines; did the command that made it fail?")
+	}
+	var b strings.Builder
+	b.WriteString(msg + ":")
+	for i, d := range diags {
+		if i == 5 {
+			fmt.Fprintf(&b, "\n  ... and %d more", len(diags)-i)
+			break
+		}
+		b.WriteString("\n  " + d.String())
+		if d.Fix != "" {
+			b.WriteString(" (fix: " + d.Fix + ")")
+		}
+	}
+	return errors.New(b.String())
+}
+
 func explainCheck(s Streams, ref string) error {
 	docs, err := checks.Catalogue()
 	if err != nil {
@@ -188,8 +215,14 @@ reported even when no Windows node is in the input. Checks that need complete
 lists from a cluster ("this RuntimeClass does not exist") run only in doctor.
 Kinds no check reads (CRDs such as ServiceMonitor) pass through.
 
-Exit codes: 0 no findings at or above --fail-on; 1 findings at or above it, or
-a manifest that cannot be parsed; 2 usage error; 3 a path cannot be read.`,
+A document that cannot be read (broken YAML or JSON, over 32 MiB) is an
+error and one that is not a Kubernetes object (a kustomization.yaml) a
+warning, each at its file:line in every output format; the other documents
+are still checked. Documents, and the items of Lists, are read one at a time.
+
+Exit codes: 0 no findings at or above --fail-on; 1 findings or unreadable
+documents at or above it; 2 usage error; 3 a path cannot be read, or the
+input holds no Kubernetes object at all (empty input, a failed helm template).`,
 		Example: `  # a rendered chart
   helm template ne prometheus-community/prometheus-node-exporter -f values.yaml | hybridctl lint -
 
@@ -208,11 +241,10 @@ a manifest that cannot be parsed; 2 usage error; 3 a path cannot be read.`,
 			}
 			snap, err := snapshot.LoadFiles(cmd.Context(), args, s.In)
 			if err != nil {
-				var pe *snapshot.ParseError
-				if errors.As(err, &pe) {
-					return Problem(err)
-				}
 				return Incomplete(err)
+			}
+			if snap.Len() == 0 {
+				return Incomplete(noObjects(args, snap.Diagnostics))
 			}
 			return f.finish(s, "lint", snap, opts)
 		},

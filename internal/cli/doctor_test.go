@@ -59,6 +59,13 @@ type jsonReport struct {
 		Check  string `json:"check"`
 		Reason string `json:"reason"`
 	} `json:"skipped"`
+	Diagnostics []struct {
+		Severity string `json:"severity"`
+		File     string `json:"file"`
+		Line     int    `json:"line"`
+		Message  string `json:"message"`
+		Fix      string `json:"fix"`
+	} `json:"diagnostics"`
 	Summary map[string]int `json:"summary"`
 }
 
@@ -228,8 +235,8 @@ func TestLintFlags(t *testing.T) {
 	if r := runCLI(t, "", "lint", "testdata/does-not-exist"); r.code != ExitIncomplete {
 		t.Errorf("missing path: exit %d", r.code)
 	}
-	if r := runCLI(t, "apiVersion: v1\nkind: Pod\nmetadata: [\n", "lint", "-"); r.code != ExitProblem || !strings.Contains(r.err, "<stdin>:3") {
-		t.Errorf("unparsable manifest: exit %d, err %q", r.code, r.err)
+	if r := runCLI(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Pod\nmetadata: [\n", "lint", "-"); r.code != ExitProblem || !strings.Contains(r.out, "<stdin>:7 error") {
+		t.Errorf("unparsable manifest: exit %d, out %q", r.code, r.out)
 	}
 }
 

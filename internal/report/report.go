@@ -13,6 +13,15 @@ import (
 	"text/tabwriter"
 
 	"github.com/hybridctl/hybridctl/internal/checks"
+	"github.com/hybridctl/hybridctl/internal/snapshot"
+)
+
+// InputRuleID and InputRuleName name the input diagnostics (documents
+// lint could not check) where a format needs a rule: SARIF and JUnit. The
+// ID is outside the check catalogue's range.
+const (
+	InputRuleID   = "HC000"
+	InputRuleName = "input-document"
 )
 
 // Formats returns the output formats, default first.
@@ -27,11 +36,22 @@ type Summary struct {
 	Skipped    int `json:"skipped"`
 	Suppressed int `json:"suppressed"`
 	Objects    int `json:"objects"`
+	// InputErrors and InputWarnings count the diagnostics about the input
+	// itself (lint): unreadable documents, non-Kubernetes documents.
+	InputErrors   int `json:"inputErrors"`
+	InputWarnings int `json:"inputWarnings"`
 }
 
 // Summarize counts a result.
 func Summarize(r *checks.Result, objects int) Summary {
 	s := Summary{Checks: len(r.Ran) - len(r.Skipped), Skipped: len(r.Skipped), Suppressed: r.Suppressed, Objects: objects}
+	for _, d := range r.Diagnostics {
+		if d.Severity == snapshot.DiagError {
+			s.InputErrors++
+		} else {
+			s.InputWarnings++
+		}
+	}
 	for _, f := range r.Findings {
 		switch f.Severity {
 		case checks.Error:
@@ -75,10 +95,14 @@ func JSON(w io.Writer, r *checks.Result, objects int) error {
 		Template string      `json:"template,omitempty"`
 	}
 	out := struct {
-		Findings []finding        `json:"findings"`
-		Skipped  []checks.Skipped `json:"skipped"`
-		Summary  Summary          `json:"summary"`
-	}{Findings: []finding{}, Skipped: r.Skipped, Summary: Summarize(r, objects)}
+		Findings    []finding             `json:"findings"`
+		Skipped     []checks.Skipped      `json:"skipped"`
+		Diagnostics []snapshot.Diagnostic `json:"diagnostics"`
+		Summary     Summary               `json:"summary"`
+	}{Findings: []finding{}, Skipped: r.Skipped, Diagnostics: r.Diagnostics, Summary: Summarize(r, objects)}
+	if out.Diagnostics == nil {
+		out.Diagnostics = []snapshot.Diagnostic{}
+	}
 	if out.Skipped == nil {
 		out.Skipped = []checks.Skipped{}
 	}
@@ -95,6 +119,17 @@ func JSON(w io.Writer, r *checks.Result, objects int) error {
 func Table(w io.Writer, r *checks.Result, objects int) error {
 	sum := Summarize(r, objects)
 	bw := &errWriter{w: w}
+	if len(r.Diagnostics) > 0 {
+		bw.printf("INPUT (%d)\n", len(r.Diagnostics))
+		for _, d := range r.Diagnostics {
+			bw.printf("  %s:%d %s\n", d.File, d.Line, d.Severity)
+			bw.printf("      %s\n", d.Message)
+			if d.Fix != "" {
+				bw.printf("      fix: %s\n", d.Fix)
+			}
+		}
+		bw.printf("\n")
+	}
 	for _, sev := range []checks.Severity{checks.Error, checks.Warning, checks.Info} {
 		var fs []checks.Finding
 		for _, f := range r.Findings {
@@ -130,6 +165,9 @@ func Table(w io.Writer, r *checks.Result, objects int) error {
 	}
 	bw.printf("%d error(s), %d warning(s), %d info; %d checks run, %d skipped, %d suppressed; %d objects\n",
 		sum.Errors, sum.Warnings, sum.Info, sum.Checks, sum.Skipped, sum.Suppressed, sum.Objects)
+	if len(r.Diagnostics) > 0 {
+		bw.printf("input: %d unreadable, %d not Kubernetes objects (see INPUT above)\n", sum.InputErrors, sum.InputWarnings)
+	}
 	return bw.err
 }
 
@@ -198,6 +236,34 @@ func SARIF(w io.Writer, tool string, r *checks.Result) error {
 			DefaultConfiguration: map[string]string{"level": level(d.Severity)}})
 	}
 	results := []result{}
+	if len(r.Diagnostics) > 0 {
+		index[InputRuleID] = len(rules)
+		rules = append(rules, rule{ID: InputRuleID, Name: InputRuleName, ShortDescription: msg{"A document lint could not check"},
+			FullDescription:      msg{"A document that cannot be read (broken YAML or JSON, over the size limit) is an error; one that is not a Kubernetes object (a kustomization.yaml) is a warning. Either way its objects were not checked."},
+			Help:                 msg{"Fix the document, or leave it out of lint's paths; for a kustomization, lint what kustomize build prints."},
+			DefaultConfiguration: map[string]string{"level": "error"}})
+	}
+	for _, d := range r.Diagnostics {
+		loc := location{PhysicalLocation: &struct {
+			ArtifactLocation struct {
+				URI string `json:"uri"`
+			} `json:"artifactLocation"`
+			Region struct {
+				StartLine int `json:"startLine"`
+			} `json:"region"`
+		}{}}
+		loc.PhysicalLocation.ArtifactLocation.URI = filepath.ToSlash(d.File)
+		loc.PhysicalLocation.Region.StartLine = max(d.Line, 1)
+		text := d.Message
+		if d.Fix != "" {
+			text += " Fix: " + d.Fix
+		}
+		lvl := "warning"
+		if d.Severity == snapshot.DiagError {
+			lvl = "error"
+		}
+		results = append(results, result{RuleID: InputRuleID, RuleIndex: index[InputRuleID], Level: lvl, Message: msg{text}, Locations: []location{loc}})
+	}
 	for _, f := range r.Findings {
 		loc := location{LogicalLocations: []map[string]string{{
 			"fullyQualifiedName": f.Object.Kind + "/" + qualified(f.Object.Namespace, f.Object.Name), "kind": "object"}}}
@@ -273,6 +339,15 @@ func JUnit(w io.Writer, tool string, r *checks.Result) error {
 	skippedBy := map[string]string{}
 	for _, sk := range r.Skipped {
 		skippedBy[sk.Check] = sk.Reason
+	}
+	for _, d := range r.Diagnostics {
+		text := ""
+		if d.Fix != "" {
+			text = "fix: " + d.Fix
+		}
+		s.Cases = append(s.Cases, testcase{Name: fmt.Sprintf("%s:%d", d.File, d.Line), Classname: InputRuleID + " " + InputRuleName,
+			Failure: &failure{Message: d.Message, Type: d.Severity, Text: text}})
+		s.Failures++
 	}
 	docs := append([]checks.Doc(nil), r.Ran...)
 	sort.SliceStable(docs, func(i, j int) bool { return docs[i].ID < docs[j].ID })

@@ -2,19 +2,15 @@ package snapshot
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 )
@@ -22,72 +18,117 @@ import (
 // Stdin is the path that names standard input.
 const Stdin = "-"
 
-// ParseError is a manifest that could not be read, with its place.
-type ParseError struct {
-	File string
-	Line int
-	Err  error
+// MaxDocument is the largest single document (or List item) the file
+// loader reads: 32 MiB. A larger one is an error diagnostic; the loader
+// skips it and goes on with the next.
+const MaxDocument = 32 << 20
+
+// Diagnostic severities.
+const (
+	DiagError   = "error"
+	DiagWarning = "warning"
+)
+
+// Diagnostic is a problem with the input itself, not with an object: a
+// document that cannot be read (error) or that is not a Kubernetes object,
+// such as a kustomization.yaml (warning). It never hides the findings of
+// the other objects.
+type Diagnostic struct {
+	Severity string `json:"severity"`
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Message  string `json:"message"`
+	Fix      string `json:"fix,omitempty"`
+
+	order int // the document's place in the input, for a stable order
 }
 
-func (e *ParseError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
-	}
-	return fmt.Sprintf("%s: %v", e.File, e.Err)
+func (d Diagnostic) String() string {
+	return fmt.Sprintf("%s:%d: %s: %s", d.File, d.Line, d.Severity, d.Message)
 }
 
-func (e *ParseError) Unwrap() error { return e.Err }
-
-// doc is one document cut out of a file.
-type doc struct {
-	file     string
-	line     int // line of the document's first content line
-	template string
-	data     []byte
-	json     bool
-	err      error // the document could not be cut out (JSON syntax)
+// FileOptions tune the file loader; the zero value is the default.
+type FileOptions struct {
+	// Workers decode documents in parallel (default GOMAXPROCS).
+	Workers int
+	// MaxDocument caps one document's size (default MaxDocument).
+	MaxDocument int
 }
 
 // LoadFiles reads manifests from paths (files, directories searched
 // recursively for *.yaml, *.yml and *.json, or "-" for stdin) into a new
-// snapshot. Every object keeps its file and line. Documents that cannot be
-// parsed are returned as *ParseError values joined with errors.Join, after
-// every path has been read; I/O errors (a missing file) are returned as
-// they are, wrapped with the path.
+// snapshot with the default options. See FileOptions.Load.
 func LoadFiles(ctx context.Context, paths []string, stdin io.Reader) (*Snapshot, error) {
-	s := New()
-	// Files are parsed one at a time (their documents on all CPUs), so
-	// memory holds one file's text, not the whole input's.
-	var errs []error
+	return FileOptions{}.Load(ctx, paths, stdin)
+}
+
+// Load reads manifests from paths. Files are streamed: documents (and
+// the items of Lists) are cut out one at a time and decoded on all CPUs,
+// so memory holds a few documents, not the input. Every object keeps its
+// file and line. A document that cannot be read, or that is not a
+// Kubernetes object, becomes a Diagnostic in the snapshot; the error
+// return is for what stops the load (a path that cannot be read, a
+// cancelled context).
+func (o FileOptions) Load(ctx context.Context, paths []string, stdin io.Reader) (*Snapshot, error) {
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.MaxDocument <= 0 {
+		o.MaxDocument = MaxDocument
+	}
+	var files []string
 	for _, p := range paths {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
 		if p == Stdin {
-			b, err := io.ReadAll(stdin)
-			if err != nil {
-				return nil, fmt.Errorf("read stdin: %w", err)
-			}
-			errs = append(errs, s.addDocs(ctx, splitDocs("<stdin>", b))...)
+			files = append(files, Stdin)
 			continue
 		}
-		files, err := expand(p)
+		fs, err := expand(p)
 		if err != nil {
 			return nil, err
 		}
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				return nil, fmt.Errorf("read %s: %w", f, err)
-			}
-			errs = append(errs, s.addDocs(ctx, splitDocs(f, b))...)
-		}
+		files = append(files, fs...)
 	}
-	if err := ctx.Err(); err != nil {
+
+	s := New()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p := &pipeline{s: s, max: o.MaxDocument, work: make(chan doc, 4*o.Workers)}
+	p.budget.cond = sync.NewCond(&p.budget.mu)
+	p.budget.left = 2*o.MaxDocument + 1
+	var wg sync.WaitGroup
+	for range o.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for d := range p.work {
+				if ctx.Err() == nil {
+					p.decode(d)
+				}
+				p.release(d.cost)
+			}
+		}()
+	}
+	err := p.readAll(ctx, files, stdin)
+	close(p.work)
+	wg.Wait()
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
 		return nil, err
 	}
+	sort.SliceStable(s.Diagnostics, func(i, j int) bool {
+		a, b := s.Diagnostics[i], s.Diagnostics[j]
+		if a.order != b.order {
+			return a.order < b.order
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Message < b.Message
+	})
 	s.Sort()
-	return s, errors.Join(errs...)
+	return s, nil
 }
 
 // expand turns a path into the files to read.
@@ -123,234 +164,180 @@ func expand(p string) ([]string, error) {
 	return out, nil
 }
 
-// addDocs decodes documents on all CPUs and adds them to the snapshot.
-func (s *Snapshot) addDocs(ctx context.Context, docs []doc) []error {
-	errs := make([]error, len(docs))
-	workers := runtime.GOMAXPROCS(0)
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				errs[i] = s.addDoc(docs[i])
-			}
-		}()
-	}
-	for i := range docs {
-		if ctx.Err() != nil {
-			break
-		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	var out []error
-	for _, e := range errs {
-		if e != nil {
-			out = append(out, e)
-		}
-	}
-	return out
+// doc is one document (or List item) cut out of a file.
+type doc struct {
+	order    int // place in the input
+	file     string
+	line     int // line of the document's first content line
+	template string
+	data     []byte
+	json     bool
+	// lines maps a line of data past the first split (a List's head after
+	// its items) back to the file; nil when data is contiguous.
+	lines *headLines
+	diag  *Diagnostic // a problem found while cutting (too large, JSON syntax)
+	cost  int         // bytes held against the budget
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+// headLines maps the lines of a YAML List's head (its lines before and
+// after the items, joined) to the file.
+type headLines struct {
+	before int // lines of data before the items' end, counting from line
+	after  int // file line of the first line after the items
+}
 
-// addDoc decodes one document (a single object or a List) and adds it.
-func (s *Snapshot) addDoc(d doc) error {
-	if d.err != nil {
-		return &ParseError{File: d.file, Line: d.line, Err: d.err}
+// fileLine maps line n (1-based) of d.data to a line of the file.
+func (d doc) fileLine(n int) int {
+	if d.lines != nil && n > d.lines.before {
+		return d.lines.after + n - d.lines.before - 1
 	}
-	data := d.data
-	if !d.json {
-		j, err := yamlToJSON(data)
-		if err != nil {
-			line, msg := d.line, err.Error()
-			if m := yamlLine.FindStringSubmatch(msg); m != nil {
-				n, _ := strconv.Atoi(m[1])
-				line, msg = d.line+n-1, m[2]
-			}
-			return &ParseError{File: d.file, Line: line, Err: errors.New(msg)}
-		}
-		data = j
+	return d.line + n - 1
+}
+
+// pipeline carries documents from the reader to the decoding workers,
+// holding at most a budget of bytes in flight.
+type pipeline struct {
+	s     *Snapshot
+	max   int
+	work  chan doc
+	order int
+
+	budget struct {
+		mu   sync.Mutex
+		cond *sync.Cond
+		left int
 	}
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 || string(data) == "null" {
+}
+
+// send hands d to the workers once its bytes fit the budget.
+func (p *pipeline) send(ctx context.Context, d doc) error {
+	d.order = p.order
+	p.order++
+	d.cost = len(d.data)
+	p.budget.mu.Lock()
+	for p.budget.left < d.cost && ctx.Err() == nil {
+		p.budget.cond.Wait()
+	}
+	p.budget.left -= d.cost
+	p.budget.mu.Unlock()
+	select {
+	case p.work <- d:
 		return nil
+	case <-ctx.Done():
+		p.release(d.cost)
+		return ctx.Err()
 	}
-	if data[0] != '{' {
-		return &ParseError{File: d.file, Line: d.line, Err: errors.New("not a Kubernetes object (expected a mapping with apiVersion and kind)")}
-	}
-	var head struct {
-		APIVersion string            `json:"apiVersion"`
-		Kind       string            `json:"kind"`
-		Items      []json.RawMessage `json:"items"`
-	}
-	if err := json.Unmarshal(data, &head); err != nil {
-		return &ParseError{File: d.file, Line: d.line, Err: fieldError(err)}
-	}
-	src := Source{File: d.file, Line: d.line, Template: d.template}
-	if head.Kind == "List" || (strings.HasSuffix(head.Kind, "List") && head.Items != nil) {
-		for i, it := range head.Items {
-			if err := s.Add(it, src); err != nil {
-				return &ParseError{File: d.file, Line: d.line, Err: fmt.Errorf("items[%d]: %w", i, err)}
-			}
+}
+
+func (p *pipeline) release(n int) {
+	p.budget.mu.Lock()
+	p.budget.left += n
+	p.budget.mu.Unlock()
+	p.budget.cond.Broadcast()
+}
+
+func (p *pipeline) readAll(ctx context.Context, files []string, stdin io.Reader) error {
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		return nil
-	}
-	if head.Kind == "" || head.APIVersion == "" {
-		return &ParseError{File: d.file, Line: d.line, Err: fmt.Errorf("%s %s: object has no apiVersion or kind", orUnknown(head.Kind), nameOf(data))}
-	}
-	if err := s.AddKind(KindOf(head.APIVersion, head.Kind), head.APIVersion, head.Kind, data, src); err != nil {
-		return &ParseError{File: d.file, Line: d.line, Err: fmt.Errorf("%s %s: %w", orUnknown(head.Kind), nameOf(data), err)}
+		if f == Stdin {
+			if stdin == nil {
+				return errors.New("read stdin: no standard input")
+			}
+			if err := p.readStream(ctx, "<stdin>", stdin); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := p.readFile(ctx, f); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-func orUnknown(k string) string {
-	if k == "" {
-		return "object"
+func (p *pipeline) readFile(ctx context.Context, name string) error {
+	fh, err := os.Open(name)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", name, err)
 	}
-	return k
+	defer fh.Close()
+	return p.readStream(ctx, name, fh)
 }
 
-func nameOf(data []byte) string {
-	var m struct {
-		Meta struct {
-			Name      string `json:"name"`
-			Namespace string `json:"namespace"`
-		} `json:"metadata"`
+// readError marks an I/O error of the underlying reader, as opposed to a
+// problem with the text.
+type readError struct{ err error }
+
+func (e readError) Error() string { return e.err.Error() }
+func (e readError) Unwrap() error { return e.err }
+
+// readStream cuts one file (or stdin) into documents: JSON when its first
+// byte is '{' or '[', otherwise multi-document YAML.
+func (p *pipeline) readStream(ctx context.Context, name string, r io.Reader) error {
+	br := bufio.NewReaderSize(&ioReader{r: r}, 64<<10)
+	first, err := firstByte(br)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", name, err)
 	}
-	if json.Unmarshal(data, &m) != nil || m.Meta.Name == "" {
-		return "(unnamed)"
+	if first == '{' || first == '[' {
+		err = p.readJSON(ctx, name, br)
+	} else {
+		err = p.readYAML(ctx, name, br)
 	}
-	if m.Meta.Namespace != "" {
-		return m.Meta.Namespace + "/" + m.Meta.Name
+	var re readError
+	if errors.As(err, &re) {
+		return fmt.Errorf("read %s: %w", name, re.err)
 	}
-	return m.Meta.Name
+	return err
 }
 
-// splitDocs cuts a file into documents. JSON files (first byte '{' or '[')
-// are a stream of JSON values; anything else is multi-document YAML, split
-// at "---" lines. A Helm "# Source: path" comment names the template of the
-// document it precedes.
-func splitDocs(file string, b []byte) []doc {
-	trimmed := bytes.TrimLeft(b, " \t\r\n\ufeff")
-	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
-		return splitJSON(file, b)
+// ioReader tags errors of the underlying reader.
+type ioReader struct{ r io.Reader }
+
+func (r *ioReader) Read(b []byte) (int, error) {
+	n, err := r.r.Read(b)
+	if err != nil && err != io.EOF {
+		err = readError{err}
 	}
-	var docs []doc
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 64*1024), len(b)+1)
-	var cur bytes.Buffer
-	first, template := 0, ""
-	flush := func() {
-		if first > 0 {
-			// Keep the leading lines so that YAML error line numbers count
-			// from the document's first line.
-			docs = append(docs, doc{file: file, line: first, template: template, data: append([]byte(nil), cur.Bytes()...)})
-		}
-		cur.Reset()
-		first, template = 0, ""
-	}
-	line := 0
-	for sc.Scan() {
-		line++
-		t := sc.Text()
-		if strings.HasPrefix(t, "---") && (len(t) == 3 || t[3] == ' ' || t[3] == '\t') {
-			flush()
-			if rest := strings.TrimSpace(t[3:]); rest != "" && !strings.HasPrefix(rest, "#") {
-				// "--- {inline: doc}" puts content on the marker line.
-				cur.WriteString(rest)
-				cur.WriteByte('\n')
-				first = line
-			}
-			continue
-		}
-		if t == "..." {
-			flush()
-			continue
-		}
-		trim := strings.TrimSpace(t)
-		if first == 0 {
-			if strings.HasPrefix(trim, "# Source: ") {
-				template = strings.TrimPrefix(trim, "# Source: ")
-			}
-			if trim == "" || strings.HasPrefix(trim, "#") {
-				// Blank lines and comments before content keep line
-				// numbering but are not the object's line.
-				cur.WriteByte('\n')
-				continue
-			}
-			first = line
-			// Error line numbers from the YAML parser count from the
-			// document's first line; drop what was buffered before it.
-			cur.Reset()
-		}
-		cur.WriteString(t)
-		cur.WriteByte('\n')
-	}
-	flush()
-	return docs
+	return n, err
 }
 
-// splitJSON cuts a stream of JSON values into documents; a top-level array
-// is a list of objects.
-func splitJSON(file string, b []byte) []doc {
-	var docs []doc
-	dec := json.NewDecoder(bytes.NewReader(b))
-	for {
-		off := dec.InputOffset()
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
-		if err == io.EOF {
-			break
-		}
-		line := lineAt(b, int(off)+leadingSpace(b[off:]))
-		if err != nil {
-			var se *json.SyntaxError
-			if errors.As(err, &se) {
-				line = lineAt(b, int(se.Offset))
-			}
-			docs = append(docs, doc{file: file, line: line, json: true, err: err})
-			break
-		}
-		if len(raw) > 0 && raw[0] == '[' {
-			var items []json.RawMessage
-			if json.Unmarshal(raw, &items) == nil {
-				for _, it := range items {
-					docs = append(docs, doc{file: file, line: line, json: true, data: it})
-				}
-				continue
-			}
-		}
-		if len(raw) > 0 && raw[0] == '{' {
-			// A List's items become documents of their own, so they are
-			// decoded in parallel (they keep the List's line).
-			var l struct {
-				Kind  string            `json:"kind"`
-				Items []json.RawMessage `json:"items"`
-			}
-			if json.Unmarshal(raw, &l) == nil && strings.HasSuffix(l.Kind, "List") && l.Items != nil {
-				for _, it := range l.Items {
-					docs = append(docs, doc{file: file, line: line, json: true, data: it})
-				}
-				continue
-			}
-		}
-		docs = append(docs, doc{file: file, line: line, json: true, data: raw})
+// firstByte peeks the first byte that is not white space, after a UTF-8
+// byte order mark, which it drops (0 for an empty stream, or one that
+// starts with more white space than the buffer holds).
+func firstByte(br *bufio.Reader) (byte, error) {
+	if b, _ := br.Peek(3); len(b) == 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF {
+		_, _ = br.Discard(3)
 	}
-	return docs
+	for n := 1; n <= br.Size(); n++ {
+		b, err := br.Peek(n)
+		if len(b) < n {
+			if err == io.EOF {
+				return 0, nil
+			}
+			return 0, err
+		}
+		switch c := b[n-1]; c {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return c, nil
+		}
+	}
+	return 0, nil
 }
 
-func leadingSpace(b []byte) int {
-	return len(b) - len(bytes.TrimLeft(b, " \t\r\n"))
+// tooLarge is the diagnostic for a document over the cap.
+func tooLarge(file string, line, max int) *Diagnostic {
+	return &Diagnostic{Severity: DiagError, File: file, Line: line,
+		Message: fmt.Sprintf("document is larger than %s, the most lint reads in one document; it was skipped", sizeString(max)),
+		Fix:     "split it into several documents (--- lines); the items of a List are read one by one"}
 }
 
-func lineAt(b []byte, off int) int {
-	if off > len(b) {
-		off = len(b)
+func sizeString(n int) string {
+	if n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
 	}
-	return bytes.Count(b[:off], []byte{'\n'}) + 1
+	return fmt.Sprintf("%d bytes", n)
 }

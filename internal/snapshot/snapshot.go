@@ -49,6 +49,10 @@ type Snapshot struct {
 	// Unavailable holds, for kinds that could not be read, the reason
 	// (forbidden, CRD not installed).
 	Unavailable map[Kind]string
+	// Diagnostics are problems with the input files (file loader only):
+	// documents that cannot be read or are not Kubernetes objects, in
+	// input order.
+	Diagnostics []Diagnostic
 
 	mu sync.Mutex
 	// noWatchList is set once the server refused a watch-list stream.
@@ -316,6 +320,10 @@ func (s *Snapshot) AddKind(k Kind, apiVersion, kind string, data []byte, src Sou
 		return fmt.Errorf("internal: no decoder for kind %s", k)
 	}
 	return nil
+}
+
+func (s *Snapshot) addDiagnostic(d Diagnostic) {
+	s.locked(func() { s.Diagnostics = append(s.Diagnostics, d) })
 }
 
 func (s *Snapshot) locked(f func()) {

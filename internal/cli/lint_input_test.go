@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The DaemonSet tolerates every taint and has no OS selector: HC101.
+const lintDaemonSet = `apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: agent
+  namespace: monitoring
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      tolerations: [{operator: Exists}]
+      containers: [{name: agent, image: "example.com/agent:1.0"}]
+`
+
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for n, c := range files {
+		p := filepath.Join(dir, n)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// A kustomization.yaml and a half-written file beside a DaemonSet: both are
+// reported at file:line in every format, and the DaemonSet's finding is
+// still there.
+func TestLintInputDiagnostics(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [ds.yaml]\n",
+		"ds.yaml":            lintDaemonSet,
+		"half.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [half\n",
+	})
+	kust, half := filepath.Join(dir, "kustomization.yaml"), filepath.Join(dir, "half.yaml")
+
+	r := runCLI(t, "", "lint", dir)
+	if r.code != ExitProblem {
+		t.Fatalf("table: exit %d, err %s", r.code, r.err)
+	}
+	for _, want := range []string{"INPUT (2)", half + ":3 error", kust + ":1 warning", "kustomize build " + dir + " | hybridctl lint -",
+		"HC101", "input: 1 unreadable, 1 not Kubernetes objects"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("table lacks %q:\n%s", want, r.out)
+		}
+	}
+
+	r = runCLI(t, "", "lint", dir, "-o", "json")
+	var rep struct {
+		Findings    []struct{ Check string }
+		Diagnostics []struct {
+			Severity, File, Message, Fix string
+			Line                         int
+		}
+		Summary map[string]int
+	}
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+		t.Fatalf("json: %v\n%s", err, r.out)
+	}
+	if r.code != ExitProblem || len(rep.Findings) == 0 || rep.Findings[0].Check != "HC101" || len(rep.Diagnostics) != 2 ||
+		rep.Diagnostics[0].File != half || rep.Diagnostics[0].Line != 3 || rep.Diagnostics[0].Severity != "error" ||
+		rep.Diagnostics[1].File != kust || rep.Diagnostics[1].Line != 1 || rep.Diagnostics[1].Severity != "warning" ||
+		rep.Summary["inputErrors"] != 1 || rep.Summary["inputWarnings"] != 1 {
+		t.Fatalf("json: exit %d, %+v", r.code, rep)
+	}
+
+	r = runCLI(t, "", "lint", dir, "-o", "sarif")
+	var log struct {
+		Runs []struct {
+			Tool struct {
+				Driver struct {
+					Rules []struct{ ID string }
+				}
+			}
+			Results []struct {
+				RuleID    string `json:"ruleId"`
+				RuleIndex int    `json:"ruleIndex"`
+				Level     string
+				Locations []struct {
+					PhysicalLocation struct {
+						ArtifactLocation struct{ URI string }
+						Region           struct{ StartLine int }
+					}
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(r.out), &log); err != nil {
+		t.Fatalf("sarif: %v", err)
+	}
+	var input []string
+	hc101 := false
+	run := log.Runs[0]
+	for _, res := range run.Results {
+		if run.Tool.Driver.Rules[res.RuleIndex].ID != res.RuleID {
+			t.Errorf("sarif: ruleIndex %d is %s, result says %s", res.RuleIndex, run.Tool.Driver.Rules[res.RuleIndex].ID, res.RuleID)
+		}
+		loc := res.Locations[0].PhysicalLocation
+		switch res.RuleID {
+		case "HC000":
+			input = append(input, res.Level+" "+filepath.Base(loc.ArtifactLocation.URI)+":"+itoa(loc.Region.StartLine))
+		case "HC101":
+			hc101 = true
+		}
+	}
+	if strings.Join(input, ",") != "error half.yaml:3,warning kustomization.yaml:1" || !hc101 {
+		t.Fatalf("sarif: input results %q, HC101 %v", input, hc101)
+	}
+
+	r = runCLI(t, "", "lint", dir, "-o", "junit")
+	var suite struct {
+		Failures int `xml:"failures,attr"`
+		Cases    []struct {
+			Name      string `xml:"name,attr"`
+			Classname string `xml:"classname,attr"`
+			Failure   *struct {
+				Type string `xml:"type,attr"`
+			} `xml:"failure"`
+		} `xml:"testcase"`
+	}
+	if err := xml.Unmarshal([]byte(strings.TrimPrefix(r.out, xml.Header)), &suite); err != nil {
+		t.Fatal(err)
+	}
+	var cases []string
+	hc101 = false
+	for _, c := range suite.Cases {
+		switch {
+		case strings.HasPrefix(c.Classname, "HC000 input-document"):
+			cases = append(cases, filepath.Base(c.Name)+" "+c.Failure.Type)
+		case strings.HasPrefix(c.Classname, "HC101") && c.Failure != nil:
+			hc101 = true
+		}
+	}
+	if strings.Join(cases, ",") != "half.yaml:3 error,kustomization.yaml:1 warning" || !hc101 || suite.Failures < 3 {
+		t.Fatalf("junit: input cases %q, HC101 %v, %d failures", cases, hc101, suite.Failures)
+	}
+
+	// Only the kustomization's warning: --fail-on warning fails on it, the
+	// default does not (the DaemonSet is fixed here).
+	fixed := strings.Replace(lintDaemonSet, "tolerations: [{operator: Exists}]", "nodeSelector: {kubernetes.io/os: linux}", 1)
+	dir2 := writeTree(t, map[string]string{"kustomization.yaml": "resources: [ds.yaml]\n", "ds.yaml": fixed})
+	if r := runCLI(t, "", "lint", dir2); r.code != ExitOK || !strings.Contains(r.out, "INPUT (1)") {
+		t.Errorf("kustomization only warns: exit %d\n%s", r.code, r.out)
+	}
+	if r := runCLI(t, "", "lint", dir2, "--fail-on", "warning"); r.code != ExitProblem {
+		t.Errorf("--fail-on warning: exit %d", r.code)
+	}
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+// Input without a single Kubernetes object is exit 3, not a clean pass: a
+// failed helm template piped into lint must not go green.
+func TestLintNoObjects(t *testing.T) {
+	cases := []struct {
+		name, stdin string
+		args        []string
+		want        string
+	}{
+		{"separator only", "---\n", []string{"-"}, "no Kubernetes object in the input (-): it is empty"},
+		{"nothing", "", []string{"-"}, "it is empty"},
+		{"comments", "# Source: x\n---\n...\n", []string{"-"}, "it is empty"},
+		{"broken only", "apiVersion: v1\nkind: Pod\nmetadata: [\n", []string{"-"}, "<stdin>:3: error: cannot read"},
+		{"kustomization only", "", []string{"KUST"}, "kustomize build"},
+		{"empty List", "apiVersion: v1\nkind: List\nitems: []\n", []string{"-"}, "it is empty"},
+	}
+	kdir := writeTree(t, map[string]string{"kustomization.yaml": "resources: [a.yaml]\n"})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"lint"}, c.args...)
+			if c.args[0] == "KUST" {
+				args = []string{"lint", kdir}
+			}
+			r := runCLI(t, c.stdin, args...)
+			if r.code != ExitIncomplete || !strings.Contains(r.err, c.want) || r.out != "" {
+				t.Fatalf("exit %d (want 3), stdout %q, stderr %q (want %q)", r.code, r.out, r.err, c.want)
+			}
+		})
+	}
+	// One object is enough.
+	if r := runCLI(t, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n", "lint", "-"); r.code != ExitOK {
+		t.Fatalf("one namespace: exit %d %s", r.code, r.err)
+	}
+}

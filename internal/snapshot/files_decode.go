@@ -1,0 +1,174 @@
+package snapshot
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// decode turns one document into objects or a diagnostic. It runs on the
+// workers, so it only adds to the snapshot under its lock.
+func (p *pipeline) decode(d doc) {
+	diag := func(sev string, line int, msg, fix string) {
+		p.s.addDiagnostic(Diagnostic{Severity: sev, File: d.file, Line: line, Message: msg, Fix: fix, order: d.order})
+	}
+	if d.diag != nil {
+		dg := *d.diag
+		dg.order = d.order
+		p.s.addDiagnostic(dg)
+		return
+	}
+	data := d.data
+	if !d.json {
+		j, err := yamlToJSON(data)
+		if err != nil {
+			line, msg := d.line, err.Error()
+			if m := yamlLine.FindStringSubmatch(msg); m != nil {
+				n, _ := strconv.Atoi(m[1])
+				line, msg = d.fileLine(n), m[2]
+			}
+			msg = strings.TrimPrefix(msg, "yaml: ")
+			diag(DiagError, line, "cannot read this YAML document: "+msg, "")
+			return
+		}
+		data = j
+	}
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || string(data) == "null" {
+		return
+	}
+	if data[0] != '{' {
+		what := "a scalar"
+		if data[0] == '[' {
+			what = "a sequence"
+		}
+		dg := notObject(d.file, d.line, what)
+		dg.order = d.order
+		p.s.addDiagnostic(*dg)
+		return
+	}
+	var head struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Items      []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		diag(DiagError, d.line, fieldError(err).Error(), "")
+		return
+	}
+	if head.Kind == "List" || (strings.HasSuffix(head.Kind, "List") && head.Items != nil) {
+		for i, it := range head.Items {
+			p.object(d, it, fmt.Sprintf("items[%d]: ", i), "", "")
+		}
+		return
+	}
+	p.object(d, data, "", head.APIVersion, head.Kind)
+}
+
+// object adds one object (a document, or an item of a List held in one
+// document). apiVersion and kind are read from data when empty.
+func (p *pipeline) object(d doc, data []byte, where, apiVersion, kind string) {
+	diag := func(sev, msg, fix string) {
+		p.s.addDiagnostic(Diagnostic{Severity: sev, File: d.file, Line: d.line, Message: where + msg, Fix: fix, order: d.order})
+	}
+	if apiVersion == "" && kind == "" {
+		var tm struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		}
+		if err := json.Unmarshal(data, &tm); err != nil {
+			diag(DiagError, "not a Kubernetes object: "+fieldError(err).Error(), "")
+			return
+		}
+		apiVersion, kind = tm.APIVersion, tm.Kind
+	}
+	switch {
+	case isKustomize(d.file, apiVersion, data):
+		diag(DiagWarning, "a kustomization, not a Kubernetes object: lint does not build it, so what it generates or patches is not checked",
+			"lint what kustomize builds: kustomize build "+kustomizeDir(d.file)+" | hybridctl lint -")
+		return
+	case apiVersion == "" && kind == "":
+		diag(DiagWarning, "not a Kubernetes object (no apiVersion or kind); it was not checked",
+			"leave this file out of lint's paths, or give the object its apiVersion and kind")
+		return
+	case apiVersion == "" || kind == "":
+		missing := "kind"
+		if apiVersion == "" {
+			missing = "apiVersion"
+		}
+		diag(DiagError, fmt.Sprintf("%s %s has no %s; it was not checked", orUnknown(kind), nameOf(data), missing),
+			"add "+missing+" (kubectl refuses the object without it)")
+		return
+	}
+	if err := p.s.AddKind(KindOf(apiVersion, kind), apiVersion, kind, data, Source{File: d.file, Line: d.line, Template: d.template}); err != nil {
+		diag(DiagError, fmt.Sprintf("%s %s: %v", kind, nameOf(data), err), "")
+	}
+}
+
+// notObject is the warning for a document that is not a mapping.
+func notObject(file string, line int, what string) *Diagnostic {
+	return &Diagnostic{Severity: DiagWarning, File: file, Line: line,
+		Message: "not a Kubernetes object (" + what + ", not a mapping with apiVersion and kind); it was not checked",
+		Fix:     "leave this file out of lint's paths"}
+}
+
+// isKustomize recognises a kustomization: by its apiVersion, by its file
+// name, or by the fields only a kustomization has at the top.
+func isKustomize(file, apiVersion string, data []byte) bool {
+	if strings.HasPrefix(apiVersion, "kustomize.config.k8s.io/") {
+		return true
+	}
+	switch strings.ToLower(filepath.Base(file)) {
+	case "kustomization.yaml", "kustomization.yml", "kustomization":
+		return true
+	}
+	if apiVersion != "" {
+		return false
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) != nil {
+		return false
+	}
+	for _, k := range []string{"resources", "bases", "components", "patchesStrategicMerge", "configMapGenerator", "helmCharts"} {
+		if _, ok := top[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func kustomizeDir(file string) string {
+	if file == "<stdin>" {
+		return "DIR"
+	}
+	return filepath.Dir(file)
+}
+
+func orUnknown(k string) string {
+	if k == "" {
+		return "object"
+	}
+	return k
+}
+
+func nameOf(data []byte) string {
+	var m struct {
+		Meta struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(data, &m) != nil || m.Meta.Name == "" {
+		return "(unnamed)"
+	}
+	if m.Meta.Namespace != "" {
+		return m.Meta.Namespace + "/" + m.Meta.Name
+	}
+	return m.Meta.Name
+}
