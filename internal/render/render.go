@@ -69,6 +69,11 @@ var caCertHashRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // Validate checks the options' formats.
 func (o Options) Validate() error {
+	// One without the other would write join files with a real secret
+	// beside a placeholder: neither kubeadm nor apply could use them.
+	if (o.Token == "") != (o.CACertHash == "") {
+		return fmt.Errorf("the token and --ca-cert-hash go together: give both (kubeadm token create --print-join-command prints both), or neither for placeholders")
+	}
 	if o.Token != "" && !bootstraputil.IsValidBootstrapToken(o.Token) {
 		return fmt.Errorf("--token: not a bootstrap token (want [a-z0-9]{6}.[a-z0-9]{16}, as kubeadm token create prints)")
 	}
