@@ -212,6 +212,32 @@ func TestRuleBoundaries(t *testing.T) {
 		{"endpoint port 1", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:1"}, "S501", "", "", nil},
 		{"endpoint port 65535", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:65535"}, "S501", "", "", nil},
 		{"endpoint port 65536", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:65536"}, "S501", E, "spec.controlPlaneEndpoint", []string{"not a TCP port"}},
+		// S502: an IP endpoint outside the service (10.96.0.0/12) and pod (172.21.0.0/16) networks, IPv4.
+		{"endpoint before service", map[string]any{"spec.controlPlaneEndpoint": "10.95.255.255:6443"}, "S502", "", "", nil},
+		{"endpoint first service address", map[string]any{"spec.controlPlaneEndpoint": "10.96.0.0:6443"}, "S502", E, "spec.controlPlaneEndpoint", []string{"10.96.0.0 is inside the service network 10.96.0.0/12", "use the control-plane node's address (192.168.10.23:6443)"}},
+		{"endpoint API service IP", map[string]any{"spec.controlPlaneEndpoint": "10.96.0.1:6443"}, "S502", E, "spec.controlPlaneEndpoint", []string{"HC305"}},
+		{"endpoint last service address", map[string]any{"spec.controlPlaneEndpoint": "10.111.255.255:6443"}, "S502", E, "spec.controlPlaneEndpoint", []string{"inside the service network"}},
+		{"endpoint after service", map[string]any{"spec.controlPlaneEndpoint": "10.112.0.0:6443"}, "S502", "", "", nil},
+		{"endpoint before pods", map[string]any{"spec.controlPlaneEndpoint": "172.20.255.255:6443"}, "S502", "", "", nil},
+		{"endpoint first pod address", map[string]any{"spec.controlPlaneEndpoint": "172.21.0.0:6443"}, "S502", E, "spec.controlPlaneEndpoint", []string{"inside the pod network 172.21.0.0/16"}},
+		{"endpoint last pod address", map[string]any{"spec.controlPlaneEndpoint": "172.21.255.255:6443"}, "S502", E, "spec.controlPlaneEndpoint", []string{"inside the pod network"}},
+		{"endpoint IPv6", map[string]any{"spec.controlPlaneEndpoint": "[fd00::23]:6443"}, "S502", E, "spec.controlPlaneEndpoint", []string{"IPv6", "IPv4 only", "192.168.10.23:6443"}},
+		{"endpoint IPv4-mapped IPv6", map[string]any{"spec.controlPlaneEndpoint": "[::ffff:192.168.10.23]:6443"}, "S502", E, "spec.controlPlaneEndpoint", []string{"IPv6"}},
+		{"endpoint after pods", map[string]any{"spec.controlPlaneEndpoint": "172.22.0.0:6443"}, "S502", "", "", nil},
+		{"endpoint node address", map[string]any{"spec.controlPlaneEndpoint": "192.168.10.23:6443"}, "S502", "", "", nil},
+		{"endpoint name", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:6443"}, "S502", "", "", nil},
+		// S109: the nodes' DNS servers outside the cluster's own networks; 10.96.0.10 is the DNS Service IP.
+		{"dns before service", map[string]any{"spec.network.dnsServers": []any{"10.95.255.255"}}, "S109", "", "", nil},
+		{"dns first service address", map[string]any{"spec.network.dnsServers": []any{"10.96.0.0"}}, "S109", W, "spec.network.dnsServers[0]", []string{"inside the service network 10.96.0.0/12", "the gateway 192.168.10.1"}},
+		{"dns next to the DNS service IP", map[string]any{"spec.network.dnsServers": []any{"10.96.0.9"}}, "S109", W, "spec.network.dnsServers[0]", []string{"inside the service network"}},
+		{"dns is the DNS service IP", map[string]any{"spec.network.dnsServers": []any{"10.96.0.10"}}, "S109", W, "spec.network.dnsServers[0]", []string{"the cluster's DNS Service IP", "ask itself"}},
+		{"dns last service address", map[string]any{"spec.network.dnsServers": []any{"10.111.255.255"}}, "S109", W, "spec.network.dnsServers[0]", []string{"inside the service network"}},
+		{"dns after service", map[string]any{"spec.network.dnsServers": []any{"10.112.0.0"}}, "S109", "", "", nil},
+		{"dns before pods", map[string]any{"spec.network.dnsServers": []any{"172.20.255.255"}}, "S109", "", "", nil},
+		{"dns first pod address", map[string]any{"spec.network.dnsServers": []any{"172.21.0.0"}}, "S109", W, "spec.network.dnsServers[0]", []string{"inside the pod network 172.21.0.0/16"}},
+		{"dns last pod address", map[string]any{"spec.network.dnsServers": []any{"172.21.255.255"}}, "S109", W, "spec.network.dnsServers[0]", []string{"inside the pod network"}},
+		{"dns after pods", map[string]any{"spec.network.dnsServers": []any{"172.22.0.0"}}, "S109", "", "", nil},
+		{"dns gateway", map[string]any{"spec.network.dnsServers": []any{"192.168.10.1"}}, "S109", "", "", nil},
 		// S106: SSH ports 1-65535.
 		{"ssh port -1", map[string]any{"spec.nodes[1].ssh": map[string]any{"port": -1}}, "S106", E, "spec.nodes[1].ssh.port", []string{"-1 is not a TCP port"}},
 		{"ssh port 0 is the default 22", map[string]any{"spec.nodes[1].ssh": map[string]any{"port": 0}}, "S106", "", "", nil},
@@ -237,7 +263,7 @@ func TestRuleBoundaries(t *testing.T) {
 		}
 		sides[c.rule] = s
 	}
-	for _, id := range []string{"S002", "S102", "S103", "S105", "S106", "S108", "S201", "S202", "S203", "S301", "S303", "S403", "S404", "S501"} {
+	for _, id := range []string{"S002", "S102", "S103", "S105", "S106", "S108", "S201", "S202", "S203", "S301", "S303", "S403", "S404", "S501", "S502", "S109"} {
 		if s := sides[id]; !s[0] || !s[1] {
 			t.Errorf("%s: boundary cases on both sides = %v", id, s)
 		}

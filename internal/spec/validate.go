@@ -40,6 +40,7 @@ func Rules() []Rule {
 		{ID: "S106", Name: "node-fields", Doc: "Every node has a name, an address, a role (control-plane or worker) and an OS (linux or windows); windows settings only on Windows nodes.", check: checkNodeFields},
 		{ID: "S107", Name: "dns-names", Doc: "dnsSuffix and dnsDomain are DNS names; NTP servers are names or addresses.", check: checkDNSNames},
 		{ID: "S108", Name: "mtu", Doc: "The node network MTU leaves room for the VXLAN header (50 bytes) and is at most 9000.", check: checkMTU},
+		{ID: "S109", Name: "dns-servers-outside-cluster", Doc: "A DNS server of the nodes is not the cluster's DNS Service IP (the 10th address of serviceCIDR) nor inside the service or pod network (warning): the nodes need DNS before the cluster runs, and CoreDNS forwards to the nodes' resolvers, so it would ask itself.", check: checkDNSServersOutside},
 		{ID: "S201", Name: "block-size", Doc: "blockSize is within Calico's IPv4 range (20-32) and not shorter than the pod CIDR prefix.", check: checkBlockSize},
 		{ID: "S202", Name: "pod-cidr-capacity", Doc: "The pod CIDR holds at least one address block per node (a warning below two per node: a node that cannot get a second block stops at one block of pods).", check: checkPodCapacity},
 		{ID: "S203", Name: "service-cidr-size", Doc: "The service CIDR is no larger than /12 (kube-apiserver's limit of 20 host bits for IPv4) and leaves room for the API and DNS service IPs.", check: checkServiceCIDR},
@@ -51,6 +52,7 @@ func Rules() []Rule {
 		{ID: "S403", Name: "linux-workers", Doc: "With a Windows node, at least one Linux worker exists (Calico's cluster components, CoreDNS and webhooks run only on Linux); a warning below two, since draining the only one leaves them nowhere to go.", check: checkLinuxWorkers},
 		{ID: "S404", Name: "control-plane", Doc: "At least one control-plane node, running Linux; an even number of control-plane nodes gives etcd no extra fault tolerance.", check: checkControlPlane},
 		{ID: "S501", Name: "control-plane-endpoint", Doc: "controlPlaneEndpoint is host:port; a warning when the host is an IP address (a name can later point at a virtual address for a second control plane without rebuilding the cluster).", check: checkEndpoint},
+		{ID: "S502", Name: "control-plane-endpoint-address", Doc: "An IP controlPlaneEndpoint is an IPv4 address outside the service and pod networks: a Service or pod address exists only once the cluster runs, and an IPv6 one cannot be reached in an IPv4-only cluster.", check: checkEndpointAddress},
 		{ID: "S601", Name: "versions", Doc: "Versions are valid: kubernetesVersion and calico.version are semantic versions with a leading v; containerd, crictl, runc and cniPlugins versions are written without it.", check: checkVersions},
 		{ID: "S602", Name: "version-compat", Doc: "crictl's minor matches Kubernetes' (warning); containerd below 2.0 is a warning; Calico from v3.33 on Kubernetes from 1.36 uses the native projectcalico.org/v3 CRDs.", check: checkVersionCompat},
 		{ID: "S603", Name: "enums", Doc: "calico.linuxDataplane is Nftables, Iptables or BPF; encapsulation VXLAN, VXLANCrossSubnet, IPIP, IPIPCrossSubnet or None; bgp Enabled or Disabled; kubeProxy.mode nftables, iptables or ipvs.", check: checkEnums},
@@ -516,6 +518,83 @@ func checkEndpoint(v *validator) {
 	}
 	if !isDNSName(host) {
 		v.errorf(path, "host %q is neither a DNS name nor an IP address", host)
+	}
+}
+
+// firstControlPlane is the address of the first control-plane node, for
+// fixes; "" when there is none.
+func (v *validator) firstControlPlane() string {
+	for _, n := range v.c.Spec.Nodes {
+		if n.Role == "control-plane" && n.Address != "" {
+			return n.Address
+		}
+	}
+	return ""
+}
+
+// nthHost is the n-th address of a prefix (n=1: the first after the
+// network address), as the plan counts the API and DNS service IPs.
+func nthHost(p netip.Prefix, n int) netip.Addr {
+	a := p.Masked().Addr()
+	for range n {
+		a = a.Next()
+	}
+	return a
+}
+
+func checkEndpointAddress(v *validator) {
+	const path = "spec.controlPlaneEndpoint"
+	host, port, err := SplitEndpoint(v.c.Spec.ControlPlaneEndpoint)
+	if err != nil {
+		return // S501 reports it
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return // a DNS name
+	}
+	if v.nodeNet.IsValid() && v.nodeNet.Contains(a) {
+		return // a node address; S102 reports networks that overlap
+	}
+	fix := "use a DNS name for the API"
+	if cp := v.firstControlPlane(); cp != "" {
+		fix = fmt.Sprintf("use the control-plane node's address (%s) or a DNS name that resolves to it", net.JoinHostPort(cp, strconv.Itoa(port)))
+	}
+	switch {
+	case a.Is6():
+		v.errorf(path, "%s is an IPv6 address, but the cluster is IPv4 only (its node, pod and service networks are IPv4): nodes and pods could not reach the API by it; %s", host, fix)
+	case v.svcNet.IsValid() && v.svcNet.Contains(a):
+		v.errorf(path, "%s is inside the service network %s: Service addresses are virtual and exist only once kube-proxy runs, so kubeadm init and the joins could not reach the API there (the rendered files would fail check HC305); %s", host, v.svcNet, fix)
+	case v.podNet.IsValid() && v.podNet.Contains(a):
+		v.errorf(path, "%s is inside the pod network %s: Calico hands those addresses to pods, so the API could never be reached there; %s", host, v.podNet, fix)
+	}
+}
+
+func checkDNSServersOutside(v *validator) {
+	fix := "use the site's DNS server"
+	if gw := v.c.Spec.Network.Gateway; gw != "" {
+		fix += fmt.Sprintf(", for example the gateway %s if it serves DNS", gw)
+	}
+	var dnsIP netip.Addr
+	if v.svcNet.IsValid() {
+		dnsIP = nthHost(v.svcNet, 10)
+	}
+	for i, s := range v.c.Spec.Network.DNSServers {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			continue // S101 reports it
+		}
+		if v.nodeNet.IsValid() && v.nodeNet.Contains(a) {
+			continue // on the node network; S102 reports networks that overlap
+		}
+		path := fmt.Sprintf("spec.network.dnsServers[%d]", i)
+		switch {
+		case dnsIP.IsValid() && a == dnsIP:
+			v.warnf(path, "%s is the cluster's DNS Service IP (the 10th address of serviceCIDR %s): the nodes need DNS before the cluster exists, and CoreDNS forwards to the nodes' resolvers, so it would ask itself; %s", s, v.svcNet, fix)
+		case v.svcNet.IsValid() && v.svcNet.Contains(a):
+			v.warnf(path, "%s is inside the service network %s, whose addresses exist only once the cluster runs; %s", s, v.svcNet, fix)
+		case v.podNet.IsValid() && v.podNet.Contains(a):
+			v.warnf(path, "%s is inside the pod network %s, whose addresses Calico hands to pods; %s", s, v.podNet, fix)
+		}
 	}
 }
 
