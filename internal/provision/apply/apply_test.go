@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -114,10 +115,10 @@ func TestProcedureShape(t *testing.T) {
 		t.Fatalf("the list does not validate: %v", err)
 	}
 	h := labHosts()
-	if got := hostPipeline(phases, h[3], h); !slices.Equal(got, []string{"preflight", "windows-prepare", "join-windows"}) {
+	if got := hostPipeline(phases, h[3], h); !slices.Equal(got, []string{"preflight", "windows-prepare", "post-prepare", "join-windows"}) {
 		t.Errorf("Windows pipeline %v", got)
 	}
-	if got := hostPipeline(phases, h[1], h); !slices.Equal(got, []string{"preflight", "linux-prepare", "join-linux"}) {
+	if got := hostPipeline(phases, h[1], h); !slices.Equal(got, []string{"preflight", "linux-prepare", "post-prepare", "join-linux"}) {
 		t.Errorf("Linux worker pipeline %v", got)
 	}
 	if got := hostPipeline(phases, h[0], h); !slices.Contains(got, "kubeadm-init") || slices.Contains(got, "join-linux") {
@@ -231,23 +232,86 @@ func TestResetSkipsCleanNode(t *testing.T) {
 	}
 }
 
-// TestResetWindowsCommands checks the PowerShell that reaches a Windows
-// node, decoded on the server by the powershell stand-in. (The reboot that
-// follows is covered by transport's reboot test; PowerShell itself cannot
-// run here.)
-func TestResetWindowsCommands(t *testing.T) {
-	c, _ := loopback(t, func(cfg *transport.Config) { cfg.OS = provision.Windows })
-	res, err := c.Run(context.Background(), windowsResetScript)
-	if err != nil {
+// windowsShim is a powershell stand-in for the Windows reset: it decodes
+// the script into Dir/ps.N, answers the boot-id command with a boot count
+// that the scheduled task's start increments (the reboot), and fails the
+// kubeadm reset when Dir/kubeadm-fails exists.
+const windowsShim = `#!/bin/sh
+n=$(ls "$SHIM_DIR" | grep -c '^ps\.'); n=$((n+1))
+printf '%s' "$4" | base64 -d | iconv -f UTF-16LE -t UTF-8 > "$SHIM_DIR/ps.$n"
+boots=$(cat "$SHIM_DIR/boots" 2>/dev/null || echo 1)
+if grep -q LastBootUpTime "$SHIM_DIR/ps.$n"; then echo "boot-$boots"; exit 0; fi
+if grep -q Start-ScheduledTask "$SHIM_DIR/ps.$n"; then echo $((boots+1)) > "$SHIM_DIR/boots"; exit 0; fi
+if grep -q "'reset', '-f'" "$SHIM_DIR/ps.$n" && [ -e "$SHIM_DIR/kubeadm-fails" ]; then echo 'kubeadm: unable to reach the API' >&2; exit 1; fi
+exit 0
+`
+
+// TestResetWindowsOrder runs reset on a Windows node over a loopback
+// server and reads the PowerShell that reaches it, decoded on the server:
+// the CNI configuration goes first, then kubeadm reset by full path through
+// Invoke-Native (its exit code checked), then one detached scheduled task
+// removes the HNS networks and reboots, awaited by boot id. A failing
+// kubeadm reset stops before the HNS networks and the reboot.
+func TestResetWindowsOrder(t *testing.T) {
+	c, srv := loopback(t, func(cfg *transport.Config) { cfg.OS = provision.Windows })
+	srv.Shim("powershell", windowsShim)
+	win := labHosts()[3]
+	d := Deps{Hosts: labHosts(), Connect: func(context.Context, string) (*transport.Client, error) { return c, nil }}
+	reset := ResetPhases(d, time.Minute)[2]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := reset.Run(ctx, win); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"kubeadm reset -f", "Get-HnsNetwork | Remove-HnsNetwork", `Remove-Item C:\etc\cni\net.d\* -Force`} {
-		if !strings.Contains(string(res.Stdout), "\n"+want+"\n") {
-			t.Errorf("script lacks the line %q:\n%s", want, res.Stdout)
+	var sent []string
+	for i := 1; ; i++ {
+		b, err := os.ReadFile(filepath.Join(srv.Dir, fmt.Sprintf("ps.%d", i)))
+		if err != nil {
+			break
+		}
+		sent = append(sent, string(b))
+	}
+	// reset script, boot id, the task, boot id (reconnect after reboot).
+	if len(sent) != 4 {
+		t.Fatalf("%d commands sent, want 4:\n%s", len(sent), strings.Join(sent, "\n----\n"))
+	}
+	first := sent[0]
+	cni := strings.Index(first, `Remove-Item -Path 'C:\etc\cni\net.d\*'`)
+	kubeadm := strings.Index(first, `Invoke-Native 'C:\k\kubeadm.exe' @('reset', '-f')`)
+	if cni < 0 || kubeadm < 0 || cni > kubeadm || strings.Contains(first, "Hns") || strings.Contains(first, "Restart-Computer") {
+		t.Errorf("first command: CNI configuration, then kubeadm reset by full path, nothing else:\n%s", first)
+	}
+	if !strings.Contains(sent[1], "LastBootUpTime") || !strings.Contains(sent[3], "LastBootUpTime") {
+		t.Errorf("the boot id is read before the final step and after the reboot")
+	}
+	task := sent[2]
+	for _, want := range []string{"Register-ScheduledTask -TaskName 'hybridctl-reset'", `-User 'NT AUTHORITY\SYSTEM'`, "Start-ScheduledTask -TaskName 'hybridctl-reset'",
+		"-EncodedCommand " + transport.EncodePowerShell(windowsResetFinal)} {
+		if !strings.Contains(task, want) {
+			t.Errorf("final step lacks %q:\n%s", want, task)
 		}
 	}
-	lines, _ := (&hostReset{}).DryRun(context.Background(), labHosts()[3])
-	if len(lines) != 4 || !strings.Contains(lines[3], "Restart-Computer") {
-		t.Errorf("Windows dry-run: %v", lines)
+	final := strings.Split(windowsResetFinal, "\n")
+	if len(final) != 4 || final[1] != "Get-HnsNetwork | Remove-HnsNetwork" || final[3] != "Restart-Computer -Force" {
+		t.Errorf("the task's script: %q", final)
+	}
+
+	// A failing kubeadm reset fails the step with its output, and nothing
+	// after it is sent.
+	if err := os.WriteFile(filepath.Join(srv.Dir, "kubeadm-fails"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := reset.Run(ctx, win)
+	if err == nil || !strings.Contains(provision.CommandOutput(err), "unable to reach the API") {
+		t.Fatalf("want the kubeadm failure with its output, got %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(srv.Dir, "ps.6")); err == nil {
+		t.Error("after a failed kubeadm reset nothing more may be sent")
+	}
+
+	lines, _ := reset.(provision.DryRunner).DryRun(ctx, win)
+	if len(lines) != 4 || !strings.Contains(lines[0], "net.d") || !strings.Contains(lines[1], `C:\k\kubeadm.exe`) ||
+		!strings.Contains(lines[2], "Remove-HnsNetwork; ") || !strings.Contains(lines[3], "new boot id") {
+		t.Errorf("Windows dry-run: %q", lines)
 	}
 }

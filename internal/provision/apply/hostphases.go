@@ -158,7 +158,10 @@ func (p *windowsPreparePhase) Targets(h []provision.Host) []provision.Host {
 }
 func (p *windowsPreparePhase) Waits() []string { return []string{"preflight-cluster"} }
 
-const windowsPrepareCommand = `& powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File '` + windowsPrepare + `'`
+// windowsPrepareCommand runs prepare.ps1 in its own powershell.exe (its
+// own 'Stop' and strict mode), through Invoke-Native: its output is passed
+// on and its exit code decides.
+var windowsPrepareCommand = transport.NativeCommand("powershell.exe", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-File", windowsPrepare)
 
 func (p *windowsPreparePhase) DryRun(_ context.Context, h provision.Host) ([]string, error) {
 	f, err := p.files.get("nodes/" + h.Name + "/prepare.ps1")

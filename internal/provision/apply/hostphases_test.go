@@ -96,7 +96,7 @@ func TestWindowsPrepareRebootCycle(t *testing.T) {
 	if f.reboots != 3 || len(f.runs) != 4 {
 		t.Errorf("reboots %d runs %d, want 3 and 4", f.reboots, len(f.runs))
 	}
-	if f.uploads[windowsPrepare] != 0o600 || !strings.Contains(f.runs[0], "-ExecutionPolicy Bypass -File '"+windowsPrepare+"'") {
+	if f.uploads[windowsPrepare] != 0o600 || f.runs[0] != `Invoke-Native 'powershell.exe' @('-NoProfile', '-NonInteractive', '-ExecutionPolicy', 'Bypass', '-File', '`+windowsPrepare+`')` {
 		t.Errorf("uploads %v runs %q", f.uploads, f.runs)
 	}
 	// A script that never gets ready is bounded.

@@ -23,7 +23,10 @@ const (
 	linuxJoinFile     = linuxWorkDir + "/join.yaml"
 	windowsJoinFile   = `C:\k\join.yaml`
 	windowsPatchesDir = `C:\k\patches`
-	joinTokenTTL      = "1h"
+	// windowsKubeadm is where PrepareNode.ps1 puts kubeadm; called by full
+	// path (the machine PATH it set is not the SSH session's).
+	windowsKubeadm = `C:\k\kubeadm.exe`
+	joinTokenTTL   = "1h"
 )
 
 var tokenRE = regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`)
@@ -126,7 +129,7 @@ func (p *joinPhase) DryRun(_ context.Context, h provision.Host) ([]string, error
 	}
 	run := "run as root: kubeadm join --config " + join
 	if p.windows {
-		run = `run: & 'C:\k\kubeadm.exe' join --config ` + transport.PSQuote(join)
+		run = "run: " + transport.NativeCommand(windowsKubeadm, "join", "--config", join)
 	}
 	return append(lines, run, "remove "+join+" (it holds the token), also when the join fails"), nil
 }
@@ -220,7 +223,7 @@ func (p *joinPhase) Run(ctx context.Context, h provision.Host) (err error) {
 	if p.windows {
 		// PrepareNode.ps1 put kubeadm.exe in C:\k; the session's PATH may
 		// predate it.
-		cmd = `& 'C:\k\kubeadm.exe' join --config ` + transport.PSQuote(join)
+		cmd = transport.NativeCommand(windowsKubeadm, "join", "--config", join)
 	}
 	_, err = c.Run(ctx, cmd)
 	return err

@@ -140,7 +140,7 @@ func TestJoinWindows(t *testing.T) {
 	if node.uploads[windowsJoinFile] != 0o600 || string(node.data[`C:\k\patches\kubeletconfiguration.yaml`]) != "maxPods: 60\n" {
 		t.Errorf("uploads %v", node.uploads)
 	}
-	want := []string{`& 'C:\k\kubeadm.exe' join --config 'C:\k\join.yaml'`, `Remove-Item -Force -ErrorAction SilentlyContinue 'C:\k\join.yaml'`}
+	want := []string{`Invoke-Native 'C:\k\kubeadm.exe' @('join', '--config', 'C:\k\join.yaml')`, `Remove-Item -Force -ErrorAction SilentlyContinue 'C:\k\join.yaml'`}
 	if strings.Join(node.runs, "|") != strings.Join(want, "|") {
 		t.Errorf("runs %q", node.runs)
 	}

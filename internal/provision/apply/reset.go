@@ -11,18 +11,46 @@ import (
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 )
 
-// The guide's teardown commands, exactly.
+// The guide's teardown commands.
 const (
 	// linuxResetScript runs under sudo: the glob is expanded by root's
 	// shell (/etc/cni/net.d is closed to ordinary users).
 	linuxResetScript = "kubeadm reset -f\nrm -rf /etc/cni/net.d/*"
-	// windowsResetScript is followed by a reboot, which removes the
-	// virtual switch and returns the address to the physical adapter.
-	windowsResetScript = "kubeadm reset -f\nGet-HnsNetwork | Remove-HnsNetwork\nRemove-Item C:\\etc\\cni\\net.d\\* -Force"
-	// checks: is there anything to reset?
+	// checks: is there anything to reset? On Windows also HNS networks
+	// other than the Containers feature's own nat network: a reset whose
+	// final step never ran is finished by the next one.
 	linuxJoinedCheck   = "test -e /etc/kubernetes/kubelet.conf || test -e /etc/kubernetes/admin.conf || test -n \"$(ls -A /etc/cni/net.d 2>/dev/null)\""
-	windowsJoinedCheck = "if ((Test-Path C:\\etc\\kubernetes\\kubelet.conf) -or (Get-ChildItem C:\\etc\\cni\\net.d -ErrorAction SilentlyContinue)) { exit 0 } else { exit 1 }"
+	windowsJoinedCheck = "if ((Test-Path C:\\etc\\kubernetes\\kubelet.conf) -or (Get-ChildItem C:\\etc\\cni\\net.d -ErrorAction SilentlyContinue) -or " +
+		"((Get-Command Get-HnsNetwork -ErrorAction SilentlyContinue) -and (@(Get-HnsNetwork | Where-Object { $_.Name -ne 'nat' }).Count -gt 0))) { exit 0 } else { exit 1 }"
+	// windowsResetTask is the scheduled task of the final step.
+	windowsResetTask = "hybridctl-reset"
+	// windowsResetFinal runs detached, as SYSTEM: removing the HNS
+	// networks drops the node's address for a few seconds (the guide says
+	// so), which would cut the SSH session that started it. The reboot
+	// returns the address to the physical adapter. It goes on after an
+	// error, so the node always reboots.
+	windowsResetFinal = "$ErrorActionPreference = 'Continue'\n" +
+		"Get-HnsNetwork | Remove-HnsNetwork\n" +
+		"Unregister-ScheduledTask -TaskName '" + windowsResetTask + "' -Confirm:$false\n" +
+		"Restart-Computer -Force"
 )
+
+// windowsResetScript is the Windows reset while the SSH session is still
+// needed: the CNI configuration first, then kubeadm reset by full path
+// (Invoke-Native: its exit code is checked, a failure stops the reset
+// before the reboot).
+var windowsResetScript = "Remove-Item -Path 'C:\\etc\\cni\\net.d\\*' -Force -Recurse -ErrorAction SilentlyContinue\n" +
+	transport.NativeCommand(windowsKubeadm, "reset", "-f")
+
+// windowsResetDetach registers and starts the final step as a SYSTEM
+// scheduled task (the script encoded, so no quoting can break it) and
+// returns at once.
+func windowsResetDetach() string {
+	return "$action = New-ScheduledTaskAction -Execute 'powershell.exe' -Argument '-NoProfile -NonInteractive -EncodedCommand " +
+		transport.EncodePowerShell(windowsResetFinal) + "'\n" +
+		"Register-ScheduledTask -TaskName '" + windowsResetTask + "' -Action $action -User 'NT AUTHORITY\\SYSTEM' -RunLevel Highest -Force | Out-Null\n" +
+		"Start-ScheduledTask -TaskName '" + windowsResetTask + "'"
+}
 
 // ResetPhases returns the reset procedure: the nodes are drained and
 // deleted through the API, then taken apart on the host — workers first,
@@ -60,7 +88,7 @@ func (p *hostReset) Title() string                               { return p.titl
 func (p *hostReset) Targets(h []provision.Host) []provision.Host { return p.on(h) }
 func (p *hostReset) Waits() []string                             { return p.after }
 func (p *hostReset) Description() string {
-	return "kubeadm reset -f and remove the CNI configuration; on Windows remove the HNS networks and reboot"
+	return "kubeadm reset -f and remove the CNI configuration; on Windows the CNI configuration first, then kubeadm reset, then the HNS networks and a reboot as one detached step"
 }
 
 func script(h provision.Host) string {
@@ -76,7 +104,9 @@ func (p *hostReset) DryRun(_ context.Context, h provision.Host) ([]string, error
 		out = append(out, "run: "+l)
 	}
 	if h.OS == provision.Windows {
-		out = append(out, "run: Restart-Computer -Force; wait until the node is back (new boot id)")
+		out = append(out, "read the boot id; start scheduled task "+windowsResetTask+" (SYSTEM, detached): "+
+			strings.ReplaceAll(strings.TrimPrefix(windowsResetFinal, "$ErrorActionPreference = 'Continue'\n"), "\n", "; "),
+			"wait until the node is back (new boot id)")
 	}
 	return out, nil
 }
@@ -94,7 +124,7 @@ func (p *hostReset) ShouldRun(ctx context.Context, h provision.Host) (bool, stri
 	if _, err := c.Run(ctx, check); err != nil {
 		var ce *transport.CommandError
 		if errors.As(err, &ce) && ce.ExitCode == 1 {
-			return false, "no kubelet.conf, admin.conf or CNI configuration: nothing to reset", nil
+			return false, "no kubelet.conf, admin.conf, CNI configuration or HNS network: nothing to reset", nil
 		}
 		return false, "", err
 	}
@@ -114,7 +144,14 @@ func (p *hostReset) Run(ctx context.Context, h provision.Host) error {
 	}
 	rctx, cancel := context.WithTimeout(ctx, p.rebootTimeout)
 	defer cancel()
-	if err := c.Reboot(rctx); err != nil {
+	before, err := c.BootID(rctx)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Run(rctx, windowsResetDetach()); err != nil {
+		return fmt.Errorf("starting the final reset step (HNS networks, reboot): %w", err)
+	}
+	if err := c.WaitForReboot(rctx, before); err != nil {
 		return fmt.Errorf("rebooting after reset: %w", err)
 	}
 	return nil

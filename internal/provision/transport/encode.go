@@ -43,9 +43,36 @@ func DecodePowerShell(encoded string) (string, error) {
 // a terminating error or a native command's non-zero exit code ends the
 // script with a non-zero exit code and the message on stderr. Progress bars
 // (which would otherwise be serialized as CLIXML onto stderr) are off.
+//
+// Invoke-Native runs a program with 'Continue' in its own scope: Windows
+// PowerShell 5.1 turns every stderr line of a native program into an error
+// record when output is redirected (as it is over SSH), and 'Stop' would
+// make the first one fatal (PowerShell issues 3996, 4002). stdout goes on,
+// stderr is shown, the exit code alone decides (a failure throws). Every
+// program hybridctl runs on Windows goes through it (NativeCommand).
 const powerShellPreamble = `$ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
+function Invoke-Native {
+    param([string] $Program, [object[]] $Arguments = @(), [int[]] $Ok = @(0))
+    $app = Get-Command -Name $Program -CommandType Application -ErrorAction Stop | Select-Object -First 1
+    $ErrorActionPreference = 'Continue'
+    & $app.Source @Arguments 2>&1 | ForEach-Object {
+        if ($_ -is [System.Management.Automation.ErrorRecord]) { [Console]::Error.WriteLine("$_") } else { $_ }
+    }
+    $code = $LASTEXITCODE
+    if ($Ok -notcontains $code) { throw "$Program exited with $code" }
+}
 `
+
+// NativeCommand is the PowerShell line that runs program with args through
+// the preamble's Invoke-Native, every word quoted.
+func NativeCommand(program string, args ...string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = PSQuote(a)
+	}
+	return "Invoke-Native " + PSQuote(program) + " @(" + strings.Join(q, ", ") + ")"
+}
 
 // WrapPowerShell returns the full script hybridctl sends for script: the
 // preamble, the script in a script block, and an exit code that reflects

@@ -65,8 +65,7 @@ try {
 } finally { $f.Close() }
 `)
 	if mode.Perm()&0o077 == 0 {
-		b.WriteString(`icacls.exe $tmp /inheritance:r /grant:r '*S-1-5-32-544:F' '*S-1-5-18:F' | Out-Null
-if ($LASTEXITCODE) { throw "icacls failed on $tmp" }
+		b.WriteString(`Invoke-Native 'icacls.exe' @($tmp, '/inheritance:r', '/grant:r', '*S-1-5-32-544:F', '*S-1-5-18:F') | Out-Null
 `)
 	}
 	b.WriteString("Move-Item -Force -LiteralPath $tmp -Destination $dst\n")
