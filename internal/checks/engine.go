@@ -283,14 +283,38 @@ func Run(s *snapshot.Snapshot, opts Options) (*Result, error) {
 			res.Findings = append(res.Findings, f)
 		}
 	}
-	sort.SliceStable(res.Findings, func(i, j int) bool {
-		a, b := res.Findings[i], res.Findings[j]
+	sortFindings(res.Findings)
+	return res, nil
+}
+
+// sortFindings puts findings in one total order: severity (most severe
+// first), check, object, place in the input, message.
+func sortFindings(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
 		if a.Severity.Rank() != b.Severity.Rank() {
 			return a.Severity.Rank() > b.Severity.Rank()
 		}
-		return a.Check < b.Check
+		for _, p := range [][2]string{
+			{a.Check, b.Check},
+			{a.Object.Namespace, b.Object.Namespace},
+			{a.Object.Name, b.Object.Name},
+			{a.Object.Kind, b.Object.Kind},
+			{a.Object.APIVersion, b.Object.APIVersion},
+			{a.Source.File, b.Source.File},
+		} {
+			if p[0] != p[1] {
+				return p[0] < p[1]
+			}
+		}
+		if a.Source.Line != b.Source.Line {
+			return a.Source.Line < b.Source.Line
+		}
+		if a.Message != b.Message {
+			return a.Message < b.Message
+		}
+		return a.Fix < b.Fix
 	})
-	return res, nil
 }
 
 func unavailable(s *snapshot.Snapshot, needs []snapshot.Kind) string {

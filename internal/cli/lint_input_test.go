@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -199,5 +200,85 @@ func TestLintNoObjects(t *testing.T) {
 	// One object is enough.
 	if r := runCLI(t, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n", "lint", "-"); r.code != ExitOK {
 		t.Fatalf("one namespace: exit %d %s", r.code, r.err)
+	}
+}
+
+// Output is the same bytes however the documents were decoded, and with
+// two ClusterConfigurations the first in the input is used (the other is a
+// warning), whatever the file names' order.
+func TestLintDeterministic(t *testing.T) {
+	var inst strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&inst, `---
+apiVersion: operator.tigera.io/v1
+kind: Installation
+metadata: {name: inst-%02d}
+spec:
+  serviceCIDRs: [10.96.0.0/12]
+  calicoNetwork:
+    windowsDataplane: HNS
+    ipPools: [{name: p, cidr: 172.21.0.0/16, blockSize: 26, encapsulation: VXLAN, natOutgoing: Enabled, nodeSelector: all()}]
+`, (i*17)%40)
+	}
+	cc := func(subnet string) string {
+		return "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.37.2\nnetworking: {serviceSubnet: " + subnet + ", podSubnet: 172.21.0.0/16}\n"
+	}
+	dir := writeTree(t, map[string]string{
+		"inst.yaml": inst.String(),
+		"b.yaml":    cc("10.96.0.0/12"),
+		"a.yaml":    cc("10.100.0.0/16"),
+	})
+	a, b, insts := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml"), filepath.Join(dir, "inst.yaml")
+
+	for _, format := range []string{"table", "json", "sarif", "junit"} {
+		first := runCLI(t, "", "lint", insts, b, a, "-o", format)
+		if first.code != ExitProblem {
+			t.Fatalf("%s: exit %d %s", format, first.code, first.err)
+		}
+		for i := range 5 {
+			if r := runCLI(t, "", "lint", insts, b, a, "-o", format); r.out != first.out {
+				t.Fatalf("%s: run %d differs from the first:\n%s\n---\n%s", format, i+2, r.out, first.out)
+			}
+		}
+	}
+
+	// b.yaml comes first in the input: its serviceSubnet matches, so no
+	// HC304, and a.yaml's configuration is the warning.
+	r := runCLI(t, "", "lint", insts, b, a, "-o", "json")
+	rep := decodeReport(t, r.out)
+	hc := map[string]int{}
+	for _, f := range rep.Findings {
+		hc[f.Check]++
+	}
+	if hc["HC302"] != 40 || hc["HC304"] != 0 || len(rep.Diagnostics) != 1 || rep.Diagnostics[0].File != a ||
+		!strings.Contains(rep.Diagnostics[0].Message, "the checks use the first one, at "+b+":1") {
+		t.Fatalf("b first: findings %v, diagnostics %+v", hc, rep.Diagnostics)
+	}
+	// Findings are in order: HC302 for inst-00, inst-01, ...
+	var names []string
+	for _, f := range rep.Findings {
+		if f.Check == "HC302" {
+			names = append(names, f.Object.Name)
+		}
+	}
+	for i := 1; i < len(names); i++ {
+		if names[i-1] >= names[i] {
+			t.Fatalf("findings out of order: %q", names)
+		}
+	}
+
+	// a.yaml first: its 10.100.0.0/16 is used, every Installation
+	// disagrees with it.
+	r = runCLI(t, "", "lint", insts, a, b, "-o", "json")
+	rep = decodeReport(t, r.out)
+	hc = map[string]int{}
+	for _, f := range rep.Findings {
+		hc[f.Check]++
+		if f.Check == "HC304" && !strings.Contains(f.Message, "10.100.0.0/16") {
+			t.Errorf("HC304 message %q", f.Message)
+		}
+	}
+	if hc["HC304"] != 40 || len(rep.Diagnostics) != 1 || rep.Diagnostics[0].File != b {
+		t.Fatalf("a first: findings %v, diagnostics %+v", hc, rep.Diagnostics)
 	}
 }

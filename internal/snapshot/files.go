@@ -117,8 +117,25 @@ func (o FileOptions) Load(ctx context.Context, paths []string, stdin io.Reader) 
 	if err != nil {
 		return nil, err
 	}
-	sort.SliceStable(s.Diagnostics, func(i, j int) bool {
-		a, b := s.Diagnostics[i], s.Diagnostics[j]
+	sortDiagnostics(s.Diagnostics)
+	s.Sort()
+	// Two kubeadm ClusterConfigurations: the checks use the first in the
+	// input; every other one is a warning, so the choice is visible.
+	if len(s.ClusterConfigs) > 1 {
+		first := s.ClusterConfigs[0].Source
+		for _, cc := range s.ClusterConfigs[1:] {
+			s.Diagnostics = append(s.Diagnostics, Diagnostic{Severity: DiagWarning, File: cc.Source.File, Line: cc.Source.Line,
+				Message: fmt.Sprintf("another kubeadm ClusterConfiguration; the checks use the first one, at %s:%d", first.File, first.Line),
+				Fix:     "lint one cluster's configuration at a time", order: cc.Source.order})
+		}
+		sortDiagnostics(s.Diagnostics)
+	}
+	return s, nil
+}
+
+func sortDiagnostics(ds []Diagnostic) {
+	sort.SliceStable(ds, func(i, j int) bool {
+		a, b := ds[i], ds[j]
 		if a.order != b.order {
 			return a.order < b.order
 		}
@@ -127,8 +144,6 @@ func (o FileOptions) Load(ctx context.Context, paths []string, stdin io.Reader) 
 		}
 		return a.Message < b.Message
 	})
-	s.Sort()
-	return s, nil
 }
 
 // expand turns a path into the files to read.

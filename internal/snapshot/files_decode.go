@@ -106,7 +106,7 @@ func (p *pipeline) object(d doc, data []byte, where, apiVersion, kind string) {
 			"add "+missing+" (kubectl refuses the object without it)")
 		return
 	}
-	if err := p.s.AddKind(KindOf(apiVersion, kind), apiVersion, kind, data, Source{File: d.file, Line: d.line, Template: d.template}); err != nil {
+	if err := p.s.AddKind(KindOf(apiVersion, kind), apiVersion, kind, data, Source{File: d.file, Line: d.line, Template: d.template, order: d.order}); err != nil {
 		diag(DiagError, fmt.Sprintf("%s %s: %v", kind, nameOf(data), err), "")
 	}
 }

@@ -1,9 +1,11 @@
 package snapshot
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -359,35 +361,58 @@ func asTypeError(err error, te **json.UnmarshalTypeError) bool {
 	return ok
 }
 
-// Sort puts every list in a stable order (namespace, name; kind for
-// workloads) so reports do not depend on the order objects arrived in.
+// compareObjects is the total order of objects: namespace, name, kind,
+// apiVersion, then where they were read (file, line, place in the input).
+func compareObjects(a, b *Object) int {
+	return cmp.Or(
+		cmp.Compare(a.Meta.Namespace, b.Meta.Namespace),
+		cmp.Compare(a.Meta.Name, b.Meta.Name),
+		cmp.Compare(a.Kind, b.Kind),
+		cmp.Compare(a.APIVersion, b.APIVersion),
+		cmp.Compare(a.Source.File, b.Source.File),
+		cmp.Compare(a.Source.Line, b.Source.Line),
+		cmp.Compare(a.Source.order, b.Source.order),
+	)
+}
+
+func sortObjects[T any](xs []T, obj func(T) *Object) {
+	slices.SortStableFunc(xs, func(a, b T) int { return compareObjects(obj(a), obj(b)) })
+}
+
+// Sort puts every list in one total order, so that reports do not depend
+// on the order objects arrived in (documents are decoded in parallel, kinds
+// listed concurrently). ClusterConfigurations keep the input's order: the
+// checks use the first.
 func (s *Snapshot) Sort() {
-	byName := func(a, b *Object) bool {
-		if a.Meta.Namespace != b.Meta.Namespace {
-			return a.Meta.Namespace < b.Meta.Namespace
-		}
-		if a.Meta.Name != b.Meta.Name {
-			return a.Meta.Name < b.Meta.Name
-		}
-		return a.Kind < b.Kind
-	}
-	sort.SliceStable(s.Nodes, func(i, j int) bool { return byName(&s.Nodes[i].Object, &s.Nodes[j].Object) })
-	sort.SliceStable(s.Namespaces, func(i, j int) bool { return byName(&s.Namespaces[i].Object, &s.Namespaces[j].Object) })
-	sort.SliceStable(s.Workloads, func(i, j int) bool { return byName(&s.Workloads[i].Object, &s.Workloads[j].Object) })
-	sort.SliceStable(s.Pods, func(i, j int) bool {
-		if s.Pods[i].Namespace != s.Pods[j].Namespace {
-			return s.Pods[i].Namespace < s.Pods[j].Namespace
-		}
-		return s.Pods[i].Name < s.Pods[j].Name
+	sortObjects(s.Nodes, func(x *Node) *Object { return &x.Object })
+	sortObjects(s.Namespaces, func(x *Namespace) *Object { return &x.Object })
+	sortObjects(s.Workloads, func(x *Workload) *Object { return &x.Object })
+	sortObjects(s.Services, func(x *Service) *Object { return &x.Object })
+	sortObjects(s.ConfigMaps, func(x *ConfigMap) *Object { return &x.Object })
+	sortObjects(s.RuntimeClasses, func(x *RuntimeClass) *Object { return &x.Object })
+	sortObjects(s.CSRs, func(x *CSR) *Object { return &x.Object })
+	sortObjects(s.Installations, func(x *Installation) *Object { return &x.Object })
+	sortObjects(s.TigeraStatuses, func(x *TigeraStatus) *Object { return &x.Object })
+	sortObjects(s.IPPools, func(x *IPPool) *Object { return &x.Object })
+	sortObjects(s.IPAMConfigs, func(x *IPAMConfiguration) *Object { return &x.Object })
+	sortObjects(s.FelixConfigs, func(x *FelixConfiguration) *Object { return &x.Object })
+	slices.SortStableFunc(s.Pods, func(a, b *Pod) int {
+		return cmp.Or(
+			cmp.Compare(a.Namespace, b.Namespace),
+			cmp.Compare(a.Name, b.Name),
+			cmp.Compare(a.NodeName, b.NodeName),
+			cmp.Compare(a.Owner.Kind, b.Owner.Kind),
+			cmp.Compare(a.Owner.Name, b.Owner.Name),
+			cmp.Compare(a.App, b.App),
+		)
 	})
-	sort.SliceStable(s.RuntimeClasses, func(i, j int) bool {
-		return byName(&s.RuntimeClasses[i].Object, &s.RuntimeClasses[j].Object)
+	slices.SortStableFunc(s.ClusterConfigs, func(a, b *ClusterConfiguration) int {
+		return cmp.Or(
+			cmp.Compare(a.Source.order, b.Source.order),
+			cmp.Compare(a.Source.Line, b.Source.Line),
+			compareObjects(&a.Object, &b.Object),
+		)
 	})
-	sort.SliceStable(s.CSRs, func(i, j int) bool { return byName(&s.CSRs[i].Object, &s.CSRs[j].Object) })
-	sort.SliceStable(s.TigeraStatuses, func(i, j int) bool {
-		return byName(&s.TigeraStatuses[i].Object, &s.TigeraStatuses[j].Object)
-	})
-	sort.SliceStable(s.IPPools, func(i, j int) bool { return byName(&s.IPPools[i].Object, &s.IPPools[j].Object) })
 }
 
 // dottedHost matches host names of the form name.namespace (optionally

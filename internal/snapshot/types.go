@@ -71,6 +71,10 @@ type Source struct {
 	Line int    `json:"line,omitempty"`
 	// Template is the Helm template named by a "# Source:" comment.
 	Template string `json:"template,omitempty"`
+
+	// order is the document's place in the input (file loader), which
+	// decides between objects that are otherwise equal.
+	order int
 }
 
 // OwnerRef is a metadata.ownerReferences entry.
@@ -202,12 +206,12 @@ type Node struct {
 
 // Well-known node labels.
 const (
-	LabelOS           = "kubernetes.io/os"
-	LabelArch         = "kubernetes.io/arch"
+	LabelOS   = "kubernetes.io/os"
+	LabelArch = "kubernetes.io/arch"
 	// LabelOSBeta and LabelArchBeta are the deprecated labels kubelets
 	// still set and older manifests still select on.
-	LabelOSBeta   = "beta.kubernetes.io/os"
-	LabelArchBeta = "beta.kubernetes.io/arch"
+	LabelOSBeta       = "beta.kubernetes.io/os"
+	LabelArchBeta     = "beta.kubernetes.io/arch"
 	LabelWindowsBuild = "node.kubernetes.io/windows-build"
 	LabelControlPlane = "node-role.kubernetes.io/control-plane"
 )
