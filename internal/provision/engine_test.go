@@ -628,3 +628,50 @@ func TestWarnEvent(t *testing.T) {
 		t.Errorf("warnings: %+v", got)
 	}
 }
+
+// TestStepFinishingAfterCancelIsRecorded: a step that completes although
+// the run was cancelled while it ran (Windows preparation finishing its
+// last command after Ctrl-C) is recorded, and the resumed run does not
+// repeat it; the step the cancellation interrupted runs again.
+func TestStepFinishingAfterCancelIsRecorded(t *testing.T) {
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	r := newRecorder()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	winStarted := make(chan struct{})
+	r.hook = func(ctx context.Context, key string) error {
+		switch key {
+		case "windows-prepare/k8s-lab-win-1":
+			close(winStarted)
+			<-ctx.Done()
+			return nil // it finished all the same
+		case "kubeadm-init/k8s-lab-master-1":
+			<-winStarted
+			cancel()
+			<-ctx.Done()
+			return fmt.Errorf("kubeadm init: %w", ctx.Err())
+		}
+		return nil
+	}
+	err := newEngine(t, labPhases(r), labHosts(), Options{Cluster: "lab", StatePath: statePath}).Run(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want context.Canceled, got %v", err)
+	}
+	st, err := LoadState(statePath, "lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.Hosts["k8s-lab-win-1"]["windows-prepare"]; !ok {
+		t.Fatalf("windows-prepare finished after the cancel but was not recorded: %v", st.Hosts)
+	}
+	r2 := newRecorder()
+	if err := newEngine(t, labPhases(r2), labHosts(), Options{Cluster: "lab", StatePath: statePath}).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r2.runs["windows-prepare/k8s-lab-win-1"] != 0 {
+		t.Error("windows-prepare ran again after resume")
+	}
+	if r2.runs["kubeadm-init/k8s-lab-master-1"] != 1 {
+		t.Errorf("the interrupted kubeadm-init did not run again: %v", r2.runs)
+	}
+}
