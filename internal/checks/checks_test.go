@@ -176,7 +176,7 @@ func TestCatalogue(t *testing.T) {
 		if d.Name != strings.ToLower(d.Name) || strings.ContainsAny(d.Name, " _") {
 			t.Errorf("%s: name %q is not kebab-case", d.ID, d.Name)
 		}
-		if d.Severity.Rank() == 0 || d.Title == "" || d.Why == "" || d.Fix == "" || d.Guide == "" {
+		if d.Severity.Rank() == 0 || d.Title == "" || d.Why == "" || d.Fix == "" || d.Guide == "" || d.Misses == "" {
 			t.Errorf("%s: incomplete entry %+v", d.ID, d)
 		}
 	}
@@ -191,7 +191,7 @@ func TestDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := checks.Markdown(docs)
+	want := checks.Markdown(docs, corpusStats(t))
 	path := filepath.Join("..", "..", "docs", "checks.md")
 	if *update {
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {

@@ -202,7 +202,7 @@ func TestCorpus(t *testing.T) {
 			if l.flag {
 				what = "missed"
 			}
-			s := fmt.Sprintf("  %s [%s] %s %s/%s %s: expert says %q", what, l.set, l.file, l.kind, qualified(l.namespace, l.name), "", l.reason)
+			s := fmt.Sprintf("  %s [%s] %s %s %s: expert says %q", what, l.set, l.file, l.kind, qualified(l.namespace, l.name), l.reason)
 			if r != nil {
 				for _, f := range r.findings {
 					s += fmt.Sprintf("\n      %s %s: %s", f.Check, f.Severity, f.Message)
@@ -308,4 +308,29 @@ func TestCorpusProvenance(t *testing.T) {
 		t.Errorf("the corpus holds %d bytes: keep it well under 2 MB", size)
 	}
 	t.Logf("%d projects, %d manifests, %d bytes", nproj, len(corpusFiles(t, dir)), size)
+}
+
+// corpusStats lints the corpus for docs/checks.md.
+func corpusStats(t *testing.T) *checks.CorpusStats {
+	t.Helper()
+	dir := corpusDir(t)
+	res, workloads := lintCorpus(t, dir)
+	st := &checks.CorpusStats{Manifests: len(corpusFiles(t, dir)), Workloads: len(workloads), Hits: map[string][]string{}}
+	projects := map[string]bool{}
+	for _, f := range corpusFiles(t, dir) {
+		projects[strings.SplitN(f, "/", 2)[0]] = true
+	}
+	st.Projects = len(projects)
+	keys := make([]string, 0, len(res))
+	for k := range res {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		c := strings.Split(k, "\t")
+		for _, f := range res[k].findings {
+			st.Hits[f.Check] = append(st.Hits[f.Check], c[0]+" "+c[1]+" "+qualified(c[2], c[3]))
+		}
+	}
+	return st
 }

@@ -47,6 +47,8 @@ type Doc struct {
 	Why      string   `json:"why"`
 	Fix      string   `json:"fix"`
 	Guide    string   `json:"guide"`
+	// Misses says what the check does not catch.
+	Misses string `json:"misses"`
 }
 
 //go:embed catalogue.yaml
