@@ -42,7 +42,7 @@ func kubeProxyWindows(c *Ctx) {
 		}
 	}
 	if len(found) == 0 {
-		c.Report(&win[0].Object, fmt.Sprintf("there are %d Windows node(s) but no kube-proxy DaemonSet for Windows: Windows pods reach no Service", len(win)), "")
+		c.Report(&win[0].Object, fmt.Sprintf("there %s but no kube-proxy DaemonSet for Windows: Windows pods reach no Service", isAre(len(win), "Windows node")), "")
 		return
 	}
 	sv := c.ServerVersion()

@@ -354,3 +354,19 @@ func suppressed(f Finding, ignores []Ignore) bool {
 	}
 	return false
 }
+
+// count is "1 pod", "3 pods": messages never say "pod(s)".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// isAre is "is 1 Windows node", "are 2 Windows nodes".
+func isAre(n int, noun string) string {
+	if n == 1 {
+		return "is " + count(n, noun)
+	}
+	return "are " + count(n, noun)
+}

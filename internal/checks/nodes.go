@@ -160,8 +160,8 @@ func kubeletServingCSRPending(c *Ctx) {
 		if !g.oldest.IsZero() {
 			since = " since " + g.oldest.UTC().Format(time.RFC3339)
 		}
-		c.Report(obj, fmt.Sprintf("%d kubelet-serving CSR(s) from node %s pending%s (%s): until one is approved, kubectl logs and exec on its pods fail with \"tls: internal error\" and metrics-server cannot scrape it",
-			len(g.names), node, since, names(g.names, 4)),
+		c.Report(obj, fmt.Sprintf("%s from node %s pending%s (%s): until one is approved, kubectl logs and exec on its pods fail with \"tls: internal error\" and metrics-server cannot scrape it",
+			count(len(g.names), "kubelet-serving CSR"), node, since, names(g.names, 4)),
 			fmt.Sprintf("check the names and addresses in the request, then kubectl certificate approve %s (or hybridctl csr approve)", strings.Join(g.names, " ")))
 	}
 }
@@ -226,8 +226,8 @@ func linuxWorkersForWindows(c *Ctx) {
 	if len(workers) > 0 {
 		have = "only " + strings.Join(workers, ", ")
 	}
-	c.Report(&win[0].Object, fmt.Sprintf("the cluster has %d Windows node(s) and %s as Linux worker: CoreDNS, the Tigera operator, Typha, webhooks and metrics-server run only on Linux and have nowhere to go when it is drained",
-		len(win), have), "")
+	c.Report(&win[0].Object, fmt.Sprintf("the cluster has %s and %s as Linux worker: CoreDNS, the Tigera operator, Typha, webhooks and metrics-server run only on Linux and have nowhere to go when it is drained",
+		count(len(win), "Windows node"), have), "")
 }
 
 // HC207

@@ -147,7 +147,7 @@ func stuckPods(c *Ctx, w *snapshot.Workload) string {
 	if len(stuck) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d pod(s) already stuck there: %s", len(stuck), names(stuck, 5))
+	return fmt.Sprintf("%s already stuck there: %s", count(len(stuck), "pod"), names(stuck, 5))
 }
 
 func firstImage(spec *snapshot.PodSpec) string {

@@ -41,7 +41,7 @@ func TestExitCodes(t *testing.T) {
 		{"plan lab", []string{"plan", "-f", lab}, 0, "TOPOLOGY"},
 		{"plan invalid spec", []string{"plan", "-f", bad}, 1, `bad.yaml:84: spec.nodes[3].name: "k8s-lab-windows-01" is 18 characters; a Windows computer name is at most 15`},
 		{"plan missing file", []string{"plan", "-f", filepath.Join(dir, "nope.yaml")}, 3, "no such file"},
-		{"plan without -f", []string{"plan"}, 2, "-f/--filename is required"},
+		{"plan without -f nor ./cluster.yaml", []string{"plan"}, 2, "no -f given and there is no ./cluster.yaml: write one with 'hybridctl init'"},
 		{"plan bad output", []string{"plan", "-f", lab, "-o", "xml"}, 2, `unknown output format "xml"`},
 		{"unknown flag", []string{"plan", "--frobnicate"}, 2, "unknown flag"},
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
@@ -137,7 +137,8 @@ func TestInit(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := run(t, "", "init", "-o", out)
-	if r.code != 1 || !strings.Contains(r.stderr, "already exists; use --force") {
+	// A usage error (2), as render onto a non-empty directory is.
+	if r.code != 2 || !strings.Contains(r.stderr, "already exists; use --force") || !strings.Contains(r.stderr, "See 'hybridctl init --help'.") {
 		t.Errorf("init over an existing file: exit %d, stderr %q", r.code, r.stderr)
 	}
 	if b, _ := os.ReadFile(out); string(b) != "mine" {

@@ -51,7 +51,7 @@ type csrApproveOptions struct {
 }
 
 func newCSRApproveCmd(s Streams) *cobra.Command {
-	o := &csrApproveOptions{config: kubeclient.NewFlags()}
+	o := &csrApproveOptions{config: kubeclient.NewFlags(), spec: specFlags{optional: true}}
 	cmd := &cobra.Command{
 		Use:   "approve [CSR_NAME...]",
 		Short: "Approve kubelet-serving CSRs whose names and addresses belong to the requesting node",
@@ -353,18 +353,20 @@ func printOutcomes(w io.Writer, outs []csr.Outcome, reviews []*csr.Review, dryRu
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nNAME\tNODE\tAGE\tDNS NAMES\tIPS\tDECISION\tREASONS")
+	fmt.Fprintln(tw, "\nNAME\tNODE\tREQUESTER\tAGE\tDNS NAMES\tIPS\tDECISION\tREASONS")
 	for i, o := range outs {
 		rv := reviews[i]
 		d := string(o.Decision)
 		if dryRun {
 			d += " (dry run)"
 		}
+		// NODE is the JSON's node: empty (<none>) when the requester is
+		// not a node; REQUESTER is who asked.
 		node := printable(o.Node)
 		if node == "" {
-			node = printable(rv.Requester)
+			node = "<none>"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Name, node, age(rv.Created), orNone(rv.DNSNames), orNone(rv.IPs), d, strings.Join(o.Reasons, "; "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(o.Name), node, printable(rv.Requester), age(rv.Created), orNone(rv.DNSNames), orNone(rv.IPs), d, strings.Join(o.Reasons, "; "))
 	}
 	_ = tw.Flush()
 }

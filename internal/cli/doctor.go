@@ -77,7 +77,12 @@ func (f *auditFlags) finish(s Streams, tool string, snap *snapshot.Snapshot, opt
 	if err != nil {
 		return Usage(err)
 	}
-	if err := report.Write(s.Out, f.output, tool, res, snap.Len()); err != nil {
+	return f.report(s, tool, res, snap.Len())
+}
+
+// report writes the findings and maps them to the exit code.
+func (f *auditFlags) report(s Streams, tool string, res *checks.Result, objects int) error {
+	if err := report.Write(s.Out, f.output, tool, res, objects); err != nil {
 		return Incomplete(fmt.Errorf("write report: %w", err))
 	}
 	if f.failOn == "none" {
@@ -96,7 +101,7 @@ func (f *auditFlags) finish(s Streams, tool string, snap *snapshot.Snapshot, opt
 		}
 	}
 	if n > 0 {
-		return &ExitError{Code: ExitProblem, Err: fmt.Errorf("%d finding(s) at or above %s", n, f.failOn), Silent: true}
+		return &ExitError{Code: ExitProblem, Err: fmt.Errorf("%s at or above %s", report.Plural(n, "finding"), f.failOn), Silent: true}
 	}
 	return nil
 }
@@ -140,21 +145,17 @@ Exit codes: 0 no findings at or above --fail-on; 1 findings at or above it;
 			if err != nil {
 				return err
 			}
-			cs, _, err := checks.Selected(opts)
-			if err != nil {
-				return Usage(err)
-			}
 			cfg, err := kf.RESTConfig(s.Err)
 			if err != nil {
 				return Incomplete(err)
 			}
 			ctx, cancel := withTimeout(cmd.Context(), timeout)
 			defer cancel()
-			snap, err := snapshot.LoadLive(ctx, cfg, snapshot.LiveOptions{Kinds: checks.Needs(cs), Namespace: kf.Namespace(cmd.Flags())})
+			res, objects, err := checks.Audit(ctx, cfg, opts, kf.Namespace(cmd.Flags()))
 			if err != nil {
 				return apiFailure(ctx, "doctor", timeout, err)
 			}
-			return f.finish(s, "doctor", snap, opts)
+			return f.report(s, "doctor", res, objects)
 		},
 	}
 	f.register(cmd)

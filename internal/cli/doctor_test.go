@@ -214,8 +214,8 @@ func TestLintFlags(t *testing.T) {
 		contains string
 	}{
 		{"only info and below fail", []string{"--fail-on", "none"}, ExitOK, "HC101"},
-		{"skip by name", []string{"--skip", "daemonset-os-selector,HC103,HC104,windows-taint-not-tolerated"}, ExitOK, "0 error(s)"},
-		{"only by id", []string{"--checks", "HC104"}, ExitOK, "1 warning(s)"},
+		{"skip by name", []string{"--skip", "daemonset-os-selector,HC103,HC104,windows-taint-not-tolerated"}, ExitOK, "0 errors,"},
+		{"only by id", []string{"--checks", "HC104"}, ExitOK, "1 warning,"},
 		{"only by id, fail on warning", []string{"--checks", "HC104", "--fail-on", "warning"}, ExitProblem, "HC104"},
 		{"unknown check", []string{"--checks", "HC999"}, ExitUsage, ""},
 		{"bad format", []string{"-o", "yaml"}, ExitUsage, ""},

@@ -33,7 +33,7 @@ file is written atomically. '-o -' prints the spec instead.`,
 			}
 			err := atomicfile.Write(cmd.Context(), out, examples.Lab, 0o644, atomicfile.Options{NoClobber: !force})
 			if errors.Is(err, atomicfile.ErrExists) {
-				return Problem(fmt.Errorf("%s already exists; use --force to overwrite it", out))
+				return Usagef("%s already exists; use --force to overwrite it", out)
 			}
 			if err != nil {
 				return Incomplete(err)

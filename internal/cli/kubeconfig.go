@@ -293,7 +293,9 @@ Exit codes: 0 listed; 1 the file is not a valid kubeconfig; 3 I/O error.`,
 				if err != nil {
 					return kubeconfigExit(err)
 				}
-				res.Shadowed = sh
+				if sh != nil {
+					res.Shadowed = sh
+				}
 			}
 			if f.output == "json" {
 				return writeJSON(s.Out, res)

@@ -14,7 +14,7 @@ func TestRenderedOutputLintsClean(t *testing.T) {
 		t.Fatalf("render: exit %d: %s", r.code, r.stderr)
 	}
 	r := run(t, "", "lint", out)
-	if r.code != 0 || !strings.Contains(r.stdout, "0 error(s), 0 warning(s), 0 info") {
+	if r.code != 0 || !strings.Contains(r.stdout, "No problems found.\n0 errors, 0 warnings, 0 info") {
 		t.Errorf("lint of the rendered lab: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -95,7 +95,7 @@ func runMain(ctx context.Context, args []string, s Streams, started func(*cobra.
 	if started != nil {
 		root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { started(cmd) }
 	}
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
@@ -106,7 +106,10 @@ func runMain(ctx context.Context, args []string, s Streams, started func(*cobra.
 	if !errors.As(err, &ee) || !ee.Silent {
 		fmt.Fprintf(errOut, "Error: %v\n", err)
 		if codeOf(err) == ExitUsage {
-			fmt.Fprintln(errOut, "Run 'hybridctl --help' for usage.")
+			if cmd == nil {
+				cmd = root
+			}
+			fmt.Fprintf(errOut, "See '%s --help'.\n", cmd.CommandPath())
 		}
 	}
 	return codeOf(err)

@@ -2,22 +2,43 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+
+	"github.com/spf13/pflag"
 
 	"github.com/hybridctl/hybridctl/internal/spec"
 	"github.com/spf13/cobra"
 )
 
+// DefaultSpecFile is what -f defaults to: the file `hybridctl init` writes
+// (as k0sctl's k0sctl.yaml).
+const DefaultSpecFile = "cluster.yaml"
+
 // specFlags is the -f flag every spec-reading command shares.
 type specFlags struct {
 	file string
+	// optional: no default file (csr approve works without a spec).
+	optional bool
+	flag     *pflag.Flag
 }
 
 func (f *specFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVarP(&f.file, "filename", "f", "", "cluster spec file (hybridctl.dev/v1alpha1 Cluster); - reads standard input")
+	def, usage := DefaultSpecFile, "cluster spec file (hybridctl.dev/v1alpha1 Cluster); - reads standard input"
+	if f.optional {
+		def = ""
+	}
+	cmd.Flags().StringVarP(&f.file, "filename", "f", def, usage)
+	f.flag = cmd.Flags().Lookup("filename")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml")
 }
+
+// given reports whether a spec is to be read: always, unless optional and
+// -f was not given.
+func (f *specFlags) given() bool { return f.file != "" }
 
 // load reads and validates the spec. Diagnostics (errors and warnings) of an
 // invalid spec are printed to errOut one per line, compiler style, and the
@@ -25,6 +46,11 @@ func (f *specFlags) add(cmd *cobra.Command) {
 func (f *specFlags) load(ctx context.Context, in io.Reader, errOut io.Writer) (*spec.Result, error) {
 	if f.file == "" {
 		return nil, Usagef("-f/--filename is required (try 'hybridctl init' for an example spec)")
+	}
+	if f.flag != nil && !f.flag.Changed && f.file == DefaultSpecFile {
+		if _, err := os.Stat(f.file); errors.Is(err, fs.ErrNotExist) {
+			return nil, Usagef("no -f given and there is no ./%s: write one with 'hybridctl init', or pass -f FILE", DefaultSpecFile)
+		}
 	}
 	var r *spec.Result
 	if f.file == "-" {

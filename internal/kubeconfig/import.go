@@ -191,7 +191,11 @@ func mergeImport(cfg *api.Config, name string, cluster *api.Cluster, user *api.A
 	{
 		old := cfg.Contexts[name]
 		desc := func(c *api.Context) string {
-			return fmt.Sprintf("cluster %q, user %q, namespace %q", c.Cluster, c.AuthInfo, c.Namespace)
+			d := fmt.Sprintf("cluster %q, user %q", c.Cluster, c.AuthInfo)
+			if c.Namespace != "" {
+				d += fmt.Sprintf(", namespace %q", c.Namespace)
+			}
+			return d
 		}
 		ch := entryChange{kind: "context", name: name, exists: old != nil, importing: desc(kctx),
 			set: func() { cfg.Contexts[name] = kctx }}

@@ -23,7 +23,8 @@ type ContextInfo struct {
 	Imported *Marker `json:"imported,omitempty"`
 	// Problems are dangling references (a cluster or user that is not
 	// defined).
-	Problems []string `json:"problems,omitempty"`
+	// Always present in JSON, [] when there are none.
+	Problems []string `json:"problems"`
 }
 
 // ListResult is what `kubeconfig list` prints.
@@ -34,7 +35,8 @@ type ListResult struct {
 	// Shadowed are the names that files later in $KUBECONFIG also define
 	// with different content: client-go takes the first file's entry, so the
 	// later one is silently ignored (the guide's trap).
-	Shadowed []Shadow `json:"shadowed,omitempty"`
+	// Always present in JSON, [] when there are none.
+	Shadowed []Shadow `json:"shadowed"`
 }
 
 // Shadow is a name defined by two files of a KUBECONFIG list with different
@@ -56,13 +58,13 @@ func List(ctx context.Context, st *Store) (*ListResult, error) {
 }
 
 func describe(file string, cfg *api.Config) *ListResult {
-	res := &ListResult{File: file, CurrentContext: cfg.CurrentContext, Contexts: []ContextInfo{}}
+	res := &ListResult{File: file, CurrentContext: cfg.CurrentContext, Contexts: []ContextInfo{}, Shadowed: []Shadow{}}
 	for _, n := range sortedKeys(cfg.Contexts) {
 		c := cfg.Contexts[n]
 		if c == nil {
 			continue
 		}
-		ci := ContextInfo{Name: n, Current: n == cfg.CurrentContext, Cluster: c.Cluster, User: c.AuthInfo, Namespace: c.Namespace}
+		ci := ContextInfo{Name: n, Current: n == cfg.CurrentContext, Cluster: c.Cluster, User: c.AuthInfo, Namespace: c.Namespace, Problems: []string{}}
 		if cl, ok := cfg.Clusters[c.Cluster]; ok && cl != nil {
 			ci.Server = cl.Server
 		} else {

@@ -163,12 +163,24 @@ func Table(w io.Writer, r *checks.Result, objects int) error {
 		}
 		bw.printf("\n")
 	}
-	bw.printf("%d error(s), %d warning(s), %d info; %d checks run, %d skipped, %d suppressed; %d objects\n",
-		sum.Errors, sum.Warnings, sum.Info, sum.Checks, sum.Skipped, sum.Suppressed, sum.Objects)
+	if len(r.Findings) == 0 && len(r.Diagnostics) == 0 {
+		bw.printf("No problems found.\n")
+	}
+	bw.printf("%s, %s, %d info; %s run, %d skipped, %d suppressed; %s\n",
+		Plural(sum.Errors, "error"), Plural(sum.Warnings, "warning"), sum.Info, Plural(sum.Checks, "check"),
+		sum.Skipped, sum.Suppressed, Plural(sum.Objects, "object"))
 	if len(r.Diagnostics) > 0 {
 		bw.printf("input: %d unreadable, %d not Kubernetes objects (see INPUT above)\n", sum.InputErrors, sum.InputWarnings)
 	}
 	return bw.err
+}
+
+// Plural is "1 error", "2 errors": counts in messages, never "error(s)".
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func qualified(ns, name string) string {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/provision"
-	"github.com/hybridctl/hybridctl/internal/snapshot"
+	"github.com/hybridctl/hybridctl/internal/report"
 )
 
 // doctorPhase audits the new cluster with every check of `hybridctl doctor`
@@ -38,16 +38,7 @@ func (p *doctorPhase) Run(ctx context.Context, _ provision.Host) error {
 	if err != nil {
 		return err
 	}
-	opts := checks.Options{}
-	cs, _, err := checks.Selected(opts)
-	if err != nil {
-		return err
-	}
-	snap, err := snapshot.LoadLive(ctx, cfg, snapshot.LiveOptions{Kinds: checks.Needs(cs)})
-	if err != nil {
-		return fmt.Errorf("doctor: reading the cluster: %w", err)
-	}
-	res, err := checks.Run(snap, opts)
+	res, objects, err := checks.Audit(ctx, cfg, checks.Options{}, "")
 	if err != nil {
 		return fmt.Errorf("doctor: %w", err)
 	}
@@ -66,8 +57,9 @@ func (p *doctorPhase) Run(ctx context.Context, _ provision.Host) error {
 	for _, s := range res.Skipped {
 		provision.Warn(ctx, "doctor skipped %s: %s", s.Check, s.Reason)
 	}
-	summary := fmt.Sprintf("doctor: %d error(s), %d warning(s), %d info over %d objects; %d checks skipped",
-		counts[checks.Error], counts[checks.Warning], counts[checks.Info], snap.Len(), len(res.Skipped))
+	summary := fmt.Sprintf("doctor: %s, %s, %d info over %s; %s skipped",
+		report.Plural(counts[checks.Error], "error"), report.Plural(counts[checks.Warning], "warning"), counts[checks.Info],
+		report.Plural(objects, "object"), report.Plural(len(res.Skipped), "check"))
 	if len(errs) > 0 {
 		return fmt.Errorf("%s:\n  %s\nrun `hybridctl doctor` for the full report", summary, strings.Join(errs, "\n  "))
 	}
