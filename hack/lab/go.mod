@@ -13,6 +13,7 @@ require (
 
 require (
 	github.com/hybridctl/hybridctl v0.0.0
+	github.com/vishvananda/netns v0.0.5
 	golang.org/x/crypto v0.54.0
 )
 
@@ -25,7 +26,6 @@ require (
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
-	github.com/vishvananda/netns v0.0.5 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect

@@ -65,7 +65,6 @@ type config struct {
 	interval time.Duration
 	apiURL   string
 	client   *http.Client
-	token    string
 }
 
 func run(ctx context.Context) error {
@@ -282,6 +281,9 @@ func syncRoutes(peers []peer) error {
 			have = slices.Delete(have, i, i+1)
 			continue
 		}
+		// RouteReplace replaces any route to the same destination: it is
+		// no longer stale (deleting it after would remove the new one).
+		have = slices.DeleteFunc(have, func(h netlink.Route) bool { return h.Dst != nil && h.Dst.String() == p.cidr.String() })
 		if err := netlink.RouteReplace(r); err != nil {
 			errs = append(errs, fmt.Errorf("route %s via %s (node %s): %w", p.cidr, p.via, p.node, err))
 			continue
