@@ -48,6 +48,9 @@ order, each with the file it uses and what to check after it.
 
 DIR is written completely or not at all. A non-empty DIR is refused unless
 --force is given and DIR is a previous render, which is then replaced.
+--force never deletes a file render did not write: DIR's .hybridctl-render
+lists what render wrote, and anything else in DIR (a NOTES.md, a .git/)
+makes it refuse, naming the files (exit 2).
 
 Join files hold placeholders for the bootstrap token and CA hash unless both
 are given (then they are written with mode 0600); one without the other is a
@@ -130,7 +133,7 @@ func runRender(cmd *cobra.Command, s Streams, f *renderFlags) error {
 		return Problem(err)
 	}
 	if err := render.WriteDir(ctx, f.out, files, f.force); err != nil {
-		if errors.Is(err, render.ErrNotEmpty) {
+		if errors.Is(err, render.ErrNotEmpty) || errors.Is(err, render.ErrForeign) {
 			return Usage(err)
 		}
 		return Incomplete(err)

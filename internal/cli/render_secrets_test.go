@@ -152,3 +152,23 @@ func TestREADMERenderExample(t *testing.T) {
 		t.Errorf("join.yaml after the README's example:\n%s", join)
 	}
 }
+
+// TestRenderForceRefusesForeignFiles: through the CLI, a NOTES.md added to
+// a previous render makes --force exit 2 naming it, and the file stays.
+func TestRenderForceRefusesForeignFiles(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	if r := run(t, "", "render", "-f", lab, "-o", out); r.code != 0 {
+		t.Fatalf("render: exit %d\n%s", r.code, r.stderr)
+	}
+	notes := filepath.Join(out, "NOTES.md")
+	if err := os.WriteFile(notes, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, "", "render", "-f", lab, "-o", out, "--force")
+	if r.code != 2 || !strings.Contains(r.stderr, "NOTES.md") {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	if b, err := os.ReadFile(notes); err != nil || string(b) != "mine" {
+		t.Fatalf("NOTES.md: %q %v", b, err)
+	}
+}

@@ -6,18 +6,31 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
-// Marker is the file WriteDir puts at the top of every output directory.
-// --force replaces only a directory that has it (or an empty one), so that
-// `-o .` with --force cannot wipe a directory render did not write.
+// Marker is the file WriteDir puts at the top of every output directory:
+// the manifest of the files render wrote there, one path a line. --force
+// replaces only a directory that has it (or an empty one) and holds
+// nothing else, so that it never deletes a file render did not write.
 const Marker = ".hybridctl-render"
+
+// manifestHeader is the first line of Marker.
+const manifestHeader = "# hybridctl render manifest v1: the files render wrote here; render --force replaces them and refuses to touch anything else"
 
 // ErrNotEmpty is returned by WriteDir for a non-empty directory without
 // force.
 var ErrNotEmpty = errors.New("directory is not empty (use --force to replace a previous render)")
+
+// ErrForeign is returned by WriteDir with force when the directory holds
+// files render did not write: they are named, and nothing is deleted.
+var ErrForeign = errors.New("holds files render did not write")
+
+// maxNamed bounds how many foreign files an error names.
+const maxNamed = 20
 
 // WriteDir writes files into dir completely or not at all: into a temporary
 // directory beside dir (each file and directory fsynced), which then takes
@@ -46,6 +59,24 @@ func WriteDir(ctx context.Context, dir string, files []File, force bool) (err er
 			if _, err := os.Lstat(filepath.Join(dir, Marker)); err != nil {
 				return fmt.Errorf("output directory %s: not a hybridctl render output (no %s); refusing to replace it even with --force", dir, Marker)
 			}
+			foreign, err := foreignEntries(dir)
+			if err != nil {
+				return fmt.Errorf("output directory %s: %w", dir, err)
+			}
+			if len(foreign) > 0 {
+				named := foreign
+				if len(named) > maxNamed {
+					named = append(named[:maxNamed:maxNamed], fmt.Sprintf("and %d more", len(foreign)-maxNamed))
+				}
+				return fmt.Errorf("output directory %s: %w, so --force refuses to replace it (nothing was changed): %s; move them out, or render into another directory", dir, ErrForeign, strings.Join(named, ", "))
+			}
+			// A previous render made read-only (chmod -R a-w) could not
+			// be removed after the swap: make its directories writable
+			// first, which fails here, before any change, for a tree
+			// owned by someone else.
+			if err := makeWritable(dir); err != nil {
+				return fmt.Errorf("output directory %s: cannot replace the previous render: %w", dir, err)
+			}
 		}
 	}
 	parent := filepath.Dir(dir)
@@ -58,7 +89,7 @@ func WriteDir(ctx context.Context, dir string, files []File, force bool) (err er
 			_ = os.RemoveAll(tmp)
 		}
 	}()
-	all := append([]File{{Path: Marker, Data: []byte("written by hybridctl render; --force replaces this directory\n"), Mode: 0o644}}, files...)
+	all := append([]File{{Path: Marker, Data: manifest(files), Mode: 0o644}}, files...)
 	dirs := map[string]bool{}
 	for _, f := range all {
 		if err := ctx.Err(); err != nil {
@@ -160,4 +191,94 @@ func replaceDir(tmp, dir string) error {
 		return err
 	}
 	return os.RemoveAll(old)
+}
+
+// manifest is Marker's content: the header and every path written, sorted.
+func manifest(files []File) []byte {
+	paths := make([]string, 0, len(files))
+	for _, f := range files {
+		paths = append(paths, path.Clean(f.Path))
+	}
+	sort.Strings(paths)
+	return []byte(manifestHeader + "\n" + strings.Join(paths, "\n") + "\n")
+}
+
+// foreignEntries lists, sorted, what dir holds beyond the files its
+// manifest names and their directories: a directory render did not create
+// is named once ("x/"), a symbolic link or a directory where render wrote
+// a file is foreign too. Links are never followed.
+func foreignEntries(dir string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, Marker))
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(string(b), "\n")
+	if lines[0] != manifestHeader {
+		return nil, fmt.Errorf("%w: its %s comes from an older hybridctl and does not list what render wrote; move out what you want to keep and remove the directory, or render into another one", ErrForeign, Marker)
+	}
+	files := map[string]bool{Marker: true}
+	dirs := map[string]bool{".": true}
+	for _, l := range lines[1:] {
+		if l == "" {
+			continue
+		}
+		if !filepath.IsLocal(filepath.FromSlash(l)) {
+			return nil, fmt.Errorf("%s: %q is not a path inside the directory", Marker, l)
+		}
+		files[l] = true
+		for d := path.Dir(l); d != "."; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	var foreign []string
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		switch {
+		case d.IsDir() && dirs[rel]:
+			return nil
+		case d.IsDir():
+			foreign = append(foreign, rel+"/")
+			return filepath.SkipDir
+		case files[rel] && d.Type().IsRegular():
+			return nil
+		case files[rel] && d.Type()&fs.ModeSymlink != 0:
+			foreign = append(foreign, rel+" (a symbolic link where render wrote a file)")
+		default:
+			foreign = append(foreign, rel)
+		}
+		return nil
+	})
+	sort.Strings(foreign)
+	return foreign, err
+}
+
+// makeWritable gives the owner write and search permission on every
+// directory of the tree at dir (a previous render, checked to hold only
+// render's files), so that it can be removed after the swap.
+func makeWritable(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if m := fi.Mode().Perm(); m&0o300 != 0o300 {
+			if err := os.Chmod(p, m|0o300); err != nil {
+				return fmt.Errorf("%s is read-only and cannot be made writable (owned by another user?): %w", p, err)
+			}
+		}
+		return nil
+	})
 }
