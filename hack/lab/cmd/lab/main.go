@@ -39,6 +39,8 @@ const usage = `usage: lab COMMAND [flags]
                           print the extra flags hybridctl apply/reset need
   kubeconfig -f SPEC      print the admin kubeconfig's path (once applied)
   check                   print what this machine lacks to run the lab
+  push -f SPEC            build and push every image to the running lab's registry (its CA)
+  podnet -f SPEC          print the lab's pod network manifest, its image in the lab registry
   build | list | path | images | podnet-manifest
                           the artifacts: binaries, images, pod network (docs/e2e.md)
 
@@ -199,6 +201,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fail(2, "--for takes apply or reset, not %q", *forCmd)
 		}
 		return nil
+	case "push":
+		if err := needSpec(); err != nil {
+			return err
+		}
+		lab, err := loadLab(ctx, *specPath, cache, true)
+		if err != nil {
+			return err
+		}
+		return artifacts.Run(ctx, []string{"images", "-f", *specPath, "--ca", lab.CACertPath()}, stdout, stderr)
+	case "podnet":
+		if err := needSpec(); err != nil {
+			return err
+		}
+		lab, err := loadLab(ctx, *specPath, cache, true)
+		if err != nil {
+			return err
+		}
+		return artifacts.Run(ctx, []string{"podnet-manifest", "--image", lab.Registry() + "/hybridctl-lab/podnet:lab"}, stdout, stderr)
 	case "kubeconfig":
 		if err := needSpec(); err != nil {
 			return err
@@ -259,8 +279,12 @@ func list(rs []hosts.Resource) string {
 	return strings.Join(s, ", ")
 }
 
-// cacheDir is ~/.cache/hybridctl/lab (or under $XDG_CACHE_HOME).
+// cacheDir is $HYBRIDCTL_LAB_CACHE, else ~/.cache/hybridctl/lab (or under
+// $XDG_CACHE_HOME), as for the artifacts.
 func cacheDir() (string, error) {
+	if c := os.Getenv("HYBRIDCTL_LAB_CACHE"); c != "" {
+		return c, nil
+	}
 	c, err := os.UserCacheDir()
 	if err != nil {
 		return "", fmt.Errorf("cache directory: %w", err)

@@ -41,6 +41,7 @@ func runLab(t *testing.T, args ...string) (string, string, int) {
 
 func TestCommandLine(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("HYBRIDCTL_LAB_CACHE", "")
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yaml")
 	if err := os.WriteFile(good, []byte(fitting), 0o644); err != nil {
