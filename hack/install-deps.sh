@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# Installs the system packages the tests use, when missing: etcd (the test
-# control plane), sshd (SSH transport tests), shellcheck (script checks), and
+# Installs the system packages the tests use, when missing: sshd (SSH
+# transport tests), shellcheck (script checks), and
 # what the end-to-end lab runs (docs/e2e.md): debootstrap, systemd-nspawn,
 # dnsmasq, jq.
 # Debian/Ubuntu; needs root to install. Quiet when everything is there.
 set -euo pipefail
 
 need=()
-command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 [ -x /usr/sbin/debootstrap ] || command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)

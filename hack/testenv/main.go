@@ -29,6 +29,15 @@ import (
 // the main module (TestVersionsAgree checks both).
 const version = "v1.37.2"
 
+// etcdVersion is the etcd release built from the module in etcd/: kubeadm
+// v1.37.2's constants.DefaultEtcdVersion (TestEtcdVersion checks both the
+// module's requirement and kubeadm's source). etcdPkg is built in that
+// module, so its dependencies never mix with k8s.io/kubernetes' here.
+const (
+	etcdVersion = "v3.7.0"
+	etcdPkg     = "go.etcd.io/etcd/server/v3"
+)
+
 // binaries are the buildable commands, in build order. The default set is
 // what internal/testenv needs; --all adds the rest.
 var binaries = []struct {
@@ -37,6 +46,7 @@ var binaries = []struct {
 	deflt   bool
 	purpose string
 }{
+	{"etcd", etcdPkg, true, "etcd " + etcdVersion + ", what kubeadm " + version + " deploys, from the module in etcd/"},
 	{"kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver", true, "the API server every testenv runs"},
 	{"kubeadm", "k8s.io/kubernetes/cmd/kubeadm", true, "validates rendered kubeadm configuration"},
 	{"kubectl", "k8s.io/kubernetes/cmd/kubectl", true, "for hack/testenv/testenv run -- kubectl ..., version-matched"},
@@ -68,7 +78,7 @@ func (u usageError) Error() string { return u.msg }
 
 const usageText = `usage:
   testenv build [--all] [--static] [NAME...]
-                                    build (or reuse from the cache) kube-apiserver, kubeadm and kubectl,
+                                    build (or reuse from the cache) etcd, kube-apiserver, kubeadm and kubectl,
                                     --all: also kube-controller-manager, kube-scheduler, kubelet and kube-proxy;
                                     --static: with CGO_ENABLED=0, into the cache's static/ directory
                                     (the lab's nodes and images, hack/lab)
@@ -253,6 +263,10 @@ func build(ctx context.Context, dir, name string, static bool, log io.Writer) er
 	fmt.Fprintf(log, "testenv: building %s %s (%s, CGO_ENABLED=0) ...\n", name, version, pkg)
 	began := time.Now()
 	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", ldflags(), "-o", tmpName, pkg)
+	if pkg == etcdPkg {
+		cmd = exec.CommandContext(ctx, "go", "build", "-o", tmpName, pkg)
+		cmd.Dir = "etcd" // its own module
+	}
 	cmd.Stdout = log
 	cmd.Stderr = log
 	// Always CGO_ENABLED=0: nothing here needs cgo, and one setting for

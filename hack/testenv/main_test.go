@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -88,7 +89,7 @@ func TestBuildReusesStampedBinary(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{nil, {"frobnicate"}, {"path"}, {"path", "etcd"}, {"build", "etcd"}} {
+	for _, args := range [][]string{nil, {"frobnicate"}, {"path"}, {"path", "etcdd"}, {"build", "etcdd"}} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), args, &stdout, &stderr)
 		var u usageError
@@ -149,5 +150,44 @@ func TestStaticBuildsAreSeparate(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"path", "kubelet"}, &stdout, &stderr); err == nil {
 		t.Fatal("path kubelet found the static build in the dynamic directory")
+	}
+}
+
+// TestEtcdVersion: the etcd built is the one kubeadm v1.37.2 deploys. It
+// reads kubeadm's constants.DefaultEtcdVersion from the k8s.io/kubernetes
+// module this module requires, and the etcd module's requirement.
+func TestEtcdVersion(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes").Output()
+	if err != nil {
+		t.Fatalf("go list -m k8s.io/kubernetes: %v", err)
+	}
+	src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "cmd", "kubeadm", "app", "constants", "constants.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*DefaultEtcdVersion\s*=\s*"([^"]+)"`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("DefaultEtcdVersion not found in kubeadm's constants.go")
+	}
+	kubeadm, _, _ := strings.Cut(string(m[1]), "-") // "3.7.0-0": the image revision
+	if "v"+kubeadm != etcdVersion {
+		t.Errorf("kubeadm %s deploys etcd %s, hack/testenv builds %s", version, m[1], etcdVersion)
+	}
+	mod, err := os.ReadFile(filepath.Join("etcd", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range []string{"go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/api/v3", "go.etcd.io/etcd/client/pkg/v3", "go.etcd.io/etcd/client/v3", "go.etcd.io/etcd/pkg/v3"} {
+		re := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(dep) + `(\s+=>\s+\S+)?\s+(v\S+)`)
+		found := false
+		for _, mm := range re.FindAllStringSubmatch(string(mod), -1) {
+			found = true
+			if mm[2] != etcdVersion {
+				t.Errorf("etcd/go.mod: %s at %s, want %s", dep, mm[2], etcdVersion)
+			}
+		}
+		if !found {
+			t.Errorf("etcd/go.mod does not pin %s", dep)
+		}
 	}
 }

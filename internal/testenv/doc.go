@@ -18,8 +18,8 @@
 //
 //	hack/testenv/testenv build
 //
-// once from the repository root. etcd is Debian's etcd-server (etcd on
-// PATH). When a binary is missing, tests that need the environment fail
+// once from the repository root. etcd 3.7.0 (what kubeadm v1.37.2 deploys)
+// is built the same way from its own module, hack/testenv/etcd. When a binary is missing, tests that need the environment fail
 // with a message saying how to build it; under go test -short they are
 // skipped.
 //

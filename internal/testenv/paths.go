@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -27,7 +26,8 @@ const (
 	// EnvCacheDir replaces the cache root (default: the user cache directory
 	// + hybridctl/testenv); binaries live in <root>/<KubernetesVersion>/.
 	EnvCacheDir = "HYBRIDCTL_TESTENV_CACHE"
-	// EnvEtcd names the etcd executable (default: etcd on PATH).
+	// EnvEtcd names the etcd executable (default: the one built by
+	// hack/testenv into BinDir).
 	EnvEtcd = "HYBRIDCTL_TESTENV_ETCD"
 	// EnvKeep keeps the environment's temporary directory (logs,
 	// certificates, kubeconfig) after Stop when set to a non-empty value.
@@ -77,16 +77,15 @@ func Binary(name string) (string, error) {
 	return p, nil
 }
 
-// etcdBinary finds etcd: $HYBRIDCTL_TESTENV_ETCD, else etcd on PATH.
+// etcdBinary finds etcd: $HYBRIDCTL_TESTENV_ETCD, else the etcd that
+// hack/testenv builds from the Go modules (kubeadm v1.37.2's version) into
+// the binaries' directory. An etcd on PATH is never used: Debian's 3.4
+// lacks the progress notifications watch-list streaming needs.
 func etcdBinary() (string, error) {
 	if p := os.Getenv(EnvEtcd); p != "" {
 		return p, nil
 	}
-	p, err := exec.LookPath("etcd")
-	if err != nil {
-		return "", fmt.Errorf("etcd not found on PATH (Debian/Ubuntu: apt-get install etcd-server; or set %s): %w", EnvEtcd, err)
-	}
-	return p, nil
+	return Binary("etcd")
 }
 
 // RepoRoot returns the root of the hybridctl repository (the directory whose
