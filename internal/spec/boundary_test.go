@@ -207,6 +207,18 @@ func TestRuleBoundaries(t *testing.T) {
 		{"2 control planes", map[string]any{"spec.nodes[+]": node("k8s-lab-master-2", "control-plane", "linux", "192.168.10.22")}, "S404", W, "spec.nodes", []string{"has 2 control-plane nodes"}},
 		{"3 control planes", map[string]any{"spec.nodes[+]": node("k8s-lab-master-2", "control-plane", "linux", "192.168.10.22"), "spec.nodes[1].role": "control-plane"}, "S404", "", "", nil},
 		{"no control plane", map[string]any{"spec.nodes[0].role": "worker"}, "S404", E, "spec.nodes", []string{"no control-plane node"}},
+		// S602: Kubernetes 1.34-1.37 (crictl follows the minor, so that
+		// only the version warning can appear).
+		{"kubernetes v1.33.9", map[string]any{"spec.kubernetesVersion": "v1.33.9", "spec.crictl.version": "1.33.0"}, "S602", W, "spec.kubernetesVersion", []string{"older than any version", "1.34 to 1.37"}},
+		{"kubernetes v1.34.0", map[string]any{"spec.kubernetesVersion": "v1.34.0", "spec.crictl.version": "1.34.0"}, "S602", "", "", nil},
+		{"kubernetes v1.37.9", map[string]any{"spec.kubernetesVersion": "v1.37.9"}, "S602", "", "", nil},
+		{"kubernetes v1.38.0", map[string]any{"spec.kubernetesVersion": "v1.38.0", "spec.crictl.version": "1.38.0"}, "S602", W, "spec.kubernetesVersion", []string{"newer than any version", "1.34 to 1.37"}},
+		{"kubernetes v9.99.0", map[string]any{"spec.kubernetesVersion": "v9.99.0", "spec.crictl.version": "9.99.0"}, "S602", W, "spec.kubernetesVersion", []string{"v9.99.0 is newer than any version"}},
+		// S001: an integer field holds a 32-bit number; past it, the range is said.
+		{"mtu 2147483647", map[string]any{"spec.network.mtu": 2147483647}, "S001", "", "", nil},
+		{"mtu 2147483648", map[string]any{"spec.network.mtu": 2147483648}, "S001", E, "spec.network.mtu", []string{"2147483648 is out of range", "at most 2147483647"}},
+		{"mtu -2147483649", map[string]any{"spec.network.mtu": -2147483649}, "S001", E, "spec.network.mtu", []string{"out of range", "at least -2147483648"}},
+		{"mtu 1.5", map[string]any{"spec.network.mtu": 1.5}, "S001", E, "spec.network.mtu", []string{"want a whole number"}},
 		// S501: endpoint ports 1-65535.
 		{"endpoint port 0", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:0"}, "S501", E, "spec.controlPlaneEndpoint", []string{"not a TCP port"}},
 		{"endpoint port 1", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:1"}, "S501", "", "", nil},

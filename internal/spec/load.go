@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -96,6 +97,8 @@ func Parse(file string, data []byte) *Result {
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			add(1, "", "the file is empty; want a hybridctl.dev/v1alpha1 Cluster (try 'hybridctl init')")
+		} else if line, col, ok := indentTab(data, err); ok {
+			add(line, "", fmt.Sprintf("invalid YAML: a tab character at line %d, column %d: YAML indents with spaces only; replace the tab with spaces", line, col))
 		} else {
 			line, msg := yamlErrorLine(err)
 			add(line, "", msg)
@@ -166,6 +169,26 @@ func dedupe(ds Diagnostics) Diagnostics {
 		out = append(out, d)
 	}
 	return out
+}
+
+// indentTab finds the tab that made the YAML decoder fail with its
+// "found character that cannot start any token": the first tab in a line's
+// leading white space (1-based line and column).
+func indentTab(data []byte, err error) (line, col int, ok bool) {
+	if !strings.Contains(err.Error(), "cannot start any token") && !strings.Contains(err.Error(), "tab") {
+		return 0, 0, false
+	}
+	for i, l := range strings.Split(string(data), "\n") {
+		for j, c := range l {
+			if c == '\t' {
+				return i + 1, j + 1, true
+			}
+			if c != ' ' && c != '-' {
+				break
+			}
+		}
+	}
+	return 0, 0, false
 }
 
 func yamlErrorLine(err error) (int, string) {
@@ -292,7 +315,13 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 			w.errorf(n, path, true, "want a whole number, got %s", describe(n))
 			return
 		}
-		if _, err := strconv.ParseInt(n.Value, 0, 32); err != nil || n.Tag != "!!int" {
+		_, err := strconv.ParseInt(n.Value, 0, 32)
+		switch {
+		case n.Tag != "!!int":
+			w.errorf(n, path, true, "want a whole number, got %q", n.Value)
+		case errors.Is(err, strconv.ErrRange):
+			w.errorf(n, path, true, "%s is out of range: at least %d and at most %d", n.Value, math.MinInt32, math.MaxInt32)
+		case err != nil:
 			w.errorf(n, path, true, "want a whole number, got %q", n.Value)
 		}
 	case reflect.Bool:

@@ -304,3 +304,25 @@ func TestBrokenFieldIsReportedOnce(t *testing.T) {
 		t.Errorf("diagnostics:\n%s\nwant exactly:\n%s\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), diagText(r.Diagnostics))
 	}
 }
+
+// TestTabIsNamed: a tab in the indentation is reported as a tab, with its
+// line and column, not as yaml's "found character that cannot start any
+// token".
+func TestTabIsNamed(t *testing.T) {
+	src := strings.Replace(mustRead(t, "testdata/base.yaml"), "    gateway:", "  \tgateway:", 1)
+	lines := strings.Split(src, "\n")
+	want := 0
+	for i, l := range lines {
+		if strings.Contains(l, "\tgateway") {
+			want = i + 1
+		}
+	}
+	r := Parse("x.yaml", []byte(src))
+	if len(r.Diagnostics) != 1 {
+		t.Fatalf("diagnostics:\n%s", diagText(r.Diagnostics))
+	}
+	d := r.Diagnostics[0]
+	if d.Line != want || !strings.Contains(d.Message, fmt.Sprintf("a tab character at line %d, column 3", want)) || strings.Contains(d.Message, "cannot start any token") {
+		t.Errorf("want the tab at line %d column 3, got %s", want, d)
+	}
+}

@@ -54,7 +54,7 @@ func Rules() []Rule {
 		{ID: "S501", Name: "control-plane-endpoint", Doc: "controlPlaneEndpoint is host:port; a warning when the host is an IP address (a name can later point at a virtual address for a second control plane without rebuilding the cluster).", check: checkEndpoint},
 		{ID: "S502", Name: "control-plane-endpoint-address", Doc: "An IP controlPlaneEndpoint is an IPv4 address outside the service and pod networks: a Service or pod address exists only once the cluster runs, and an IPv6 one cannot be reached in an IPv4-only cluster.", check: checkEndpointAddress},
 		{ID: "S601", Name: "versions", Doc: "Versions are valid: kubernetesVersion and calico.version are semantic versions with a leading v; containerd, crictl, runc and cniPlugins versions are written without it.", check: checkVersions},
-		{ID: "S602", Name: "version-compat", Doc: "crictl's minor matches Kubernetes' (warning); containerd below 2.0 is a warning; Calico from v3.33 on Kubernetes from 1.36 uses the native projectcalico.org/v3 CRDs.", check: checkVersionCompat},
+		{ID: "S602", Name: "version-compat", Doc: "crictl's minor matches Kubernetes' (warning); a Kubernetes version outside 1.34-1.37, older or newer, is a warning; containerd below 2.0 is a warning; Calico from v3.33 on Kubernetes from 1.36 uses the native projectcalico.org/v3 CRDs.", check: checkVersionCompat},
 		{ID: "S603", Name: "enums", Doc: "calico.linuxDataplane is Nftables, Iptables or BPF; encapsulation VXLAN, VXLANCrossSubnet, IPIP, IPIPCrossSubnet or None; bgp Enabled or Disabled; kubeProxy.mode nftables, iptables or ipvs.", check: checkEnums},
 		{ID: "S604", Name: "addons", Doc: "Add-on versions are semantic versions with a leading v.", check: checkAddons},
 		{ID: "S701", Name: "private-registry", Doc: "images.registry is host[:port][/path] with no scheme, tag or digest (an IPv6 address in brackets, a port 1-65535, a host with a dot or a port, or localhost, so it is not read as a Docker Hub namespace); images.registryCA is a file beside the spec holding only PEM CERTIFICATE blocks.", check: checkRegistry},
@@ -627,6 +627,13 @@ func checkVersions(v *validator) {
 	}
 }
 
+// MinKubernetesMinor and MaxKubernetesMinor bound the Kubernetes 1.x
+// versions hybridctl was built and tested for; outside them plan warns.
+const (
+	MinKubernetesMinor = 34
+	MaxKubernetesMinor = 37
+)
+
 func checkVersionCompat(v *validator) {
 	s := v.c.Spec
 	k, kok := parseSemver(s.KubernetesVersion)
@@ -636,8 +643,12 @@ func checkVersionCompat(v *validator) {
 	if c, ok := parseSemver(s.Containerd.Version); ok && c.Major < 2 {
 		v.warnf("spec.containerd.version", "%s is below 2.0; the guide's configuration (config version 3, io.containerd.cri.v1.runtime) needs containerd 2", s.Containerd.Version)
 	}
-	if kok && (k.Major != 1 || k.Minor < 34) {
-		v.warnf("spec.kubernetesVersion", "%s is older than any version hybridctl was built for (1.34 and later; the guide uses v1.37.2)", s.KubernetesVersion)
+	switch {
+	case !kok:
+	case k.Major < 1 || (k.Major == 1 && k.Minor < MinKubernetesMinor):
+		v.warnf("spec.kubernetesVersion", "%s is older than any version hybridctl was built for (1.%d to 1.%d; the guide uses v1.37.2)", s.KubernetesVersion, MinKubernetesMinor, MaxKubernetesMinor)
+	case k.Major > 1 || k.Minor > MaxKubernetesMinor:
+		v.warnf("spec.kubernetesVersion", "%s is newer than any version hybridctl was built for (1.%d to 1.%d; the guide uses v1.37.2): the rendered configuration may use fields that version changed", s.KubernetesVersion, MinKubernetesMinor, MaxKubernetesMinor)
 	}
 }
 
