@@ -91,6 +91,8 @@ func Artifacts() []Artifact {
 			ldflags: "-X github.com/distribution/distribution/v3/version.version=" + RegistryVersion},
 		{Name: "kubernetes", Version: KubernetesVersion, Purpose: "kubelet, kubeadm, kubectl (bundle) and the control-plane and kube-proxy images, by hack/testenv build --static",
 			Files: []string{"kubelet", "kubeadm", "kubectl", "kube-proxy", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}, src: fromTestenv},
+		{Name: "etcd", Version: "kubeadm 1.37's", Purpose: "the etcd image: hack/testenv's etcd build (build --static etcd)",
+			Files: []string{"etcd"}, src: fromTestenv},
 		{Name: "lab-programs", Version: "repo", Purpose: "the lab's own pause, hello (check workload and client) and podnet (pod network agent)",
 			Files: []string{"pause", "hello", "podnet"}, src: fromLab, pkgs: []string{"pause", "hello", "podnet"}},
 		{Name: "hybridctl", Version: "repo", Purpose: "hybridctl itself: plan's image list, and its image (the in-cluster CSR approver)",
