@@ -500,3 +500,43 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+// Down replays the state newest first, leaves no state file, and a second
+// Down finds nothing to do (the directory kind only: the others change the
+// host).
+func TestDownRemovesRecordedDirsIdempotently(t *testing.T) {
+	ctx := context.Background()
+	base := t.TempDir()
+	lab := &Lab{Name: "t-down", Dir: filepath.Join(base, "clusters", "t-down"), CacheDir: base}
+	st, err := LoadState(lab.StatePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := lab.NodeDir("n1")
+	for _, r := range []Resource{{KindDir, lab.Dir}, {KindDir, node}} {
+		if err := st.Add(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(node, "root", "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(base, "keep-me")
+	if err := os.WriteFile(outside, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := Down(ctx, lab, nil); err != nil {
+			t.Fatalf("down #%d: %v", i+1, err)
+		}
+		if _, err := os.Stat(lab.Dir); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("down #%d left %s: %v", i+1, lab.Dir, err)
+		}
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Errorf("down removed a file it did not make: %v", err)
+	}
+	if left := Leftovers(Scope{ClustersDir: filepath.Join(base, "clusters"), Name: "t-down"}); len(left) != 0 {
+		t.Errorf("leftovers after down: %v", left)
+	}
+}
