@@ -359,7 +359,7 @@ func runReset(cmd *cobra.Command, s Streams, f *resetFlags) error {
 		Reporter: sess.reporterFor(&f.provisionFlags, s.Out, phases, "reset"), Redactor: sess.redactor,
 	})
 	if err != nil {
-		if strings.Contains(err.Error(), "unknown host") {
+		if errors.Is(err, provision.ErrUnknownHost) {
 			return Usage(err)
 		}
 		return exitFor(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,6 +23,9 @@ type auditFlags struct {
 	only   []string
 	skip   []string
 	config string
+	// explain and listChecks print the catalogue instead of checking.
+	explain    string
+	listChecks bool
 }
 
 func (f *auditFlags) register(cmd *cobra.Command) {
@@ -31,6 +35,57 @@ func (f *auditFlags) register(cmd *cobra.Command) {
 	fl.StringSliceVar(&f.only, "checks", nil, "run only these checks (IDs or names, comma-separated)")
 	fl.StringSliceVar(&f.skip, "skip", nil, "do not run these checks (IDs or names, comma-separated)")
 	fl.StringVar(&f.config, "config", "", "YAML file with findings to ignore (ignore: [{check, namespace, kind, name, reason}])")
+	fl.StringVar(&f.explain, "explain", "", "print the documentation of a check (ID or name, or all) and exit")
+	fl.BoolVar(&f.listChecks, "list-checks", false, "list every check (ID, name, severity, what it finds) and exit; -o json for scripts")
+}
+
+// catalogue handles --explain and --list-checks; done is true when one was
+// given and the command has nothing else to do.
+func (f *auditFlags) catalogue(s Streams) (done bool, err error) {
+	if f.explain == "" && !f.listChecks {
+		return false, nil
+	}
+	if f.explain != "" && f.listChecks {
+		return true, Usagef("--explain and --list-checks are alternatives")
+	}
+	docs, err := checks.Catalogue()
+	if err != nil {
+		return true, err
+	}
+	if f.listChecks {
+		switch f.output {
+		case "json":
+			type row struct {
+				ID       string `json:"id"`
+				Name     string `json:"name"`
+				Severity string `json:"severity"`
+				Title    string `json:"title"`
+			}
+			rows := []row{}
+			for _, d := range docs {
+				rows = append(rows, row{d.ID, d.Name, string(d.Severity), d.Title})
+			}
+			return true, writeJSON(s.Out, rows)
+		case "table":
+			tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tSEVERITY\tWHAT")
+			for _, d := range docs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.ID, d.Name, d.Severity, d.Title)
+			}
+			return true, tw.Flush()
+		}
+		return true, Usagef("--list-checks prints -o table or json, not %q", f.output)
+	}
+	if f.explain == "all" {
+		for i, d := range docs {
+			if i > 0 {
+				fmt.Fprintln(s.Out)
+			}
+			fmt.Fprint(s.Out, checks.Explain(d))
+		}
+		return true, nil
+	}
+	return true, explainCheck(s, f.explain)
 }
 
 // options validates the flags and builds the engine's options.
@@ -108,7 +163,6 @@ func (f *auditFlags) report(s Streams, tool string, res *checks.Result, objects 
 
 func newDoctorCmd(s Streams) *cobra.Command {
 	var f auditFlags
-	var explain string
 	var timeout time.Duration
 	kf := kubeclient.NewFlags()
 	cmd := &cobra.Command{
@@ -138,8 +192,8 @@ Exit codes: 0 no findings at or above --fail-on; 1 findings at or above it;
   hybridctl doctor --explain daemonset-os-selector`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if explain != "" {
-				return explainCheck(s, explain)
+			if done, err := f.catalogue(s); done {
+				return err
 			}
 			opts, err := f.options()
 			if err != nil {
@@ -159,7 +213,6 @@ Exit codes: 0 no findings at or above --fail-on; 1 findings at or above it;
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&explain, "explain", "", "print the documentation of a check (ID or name) and exit")
 	addTimeout(cmd, &timeout)
 	kf.AddFlags(cmd.Flags())
 	return cmd
@@ -194,7 +247,7 @@ func explainCheck(s Streams, ref string) error {
 	}
 	d, ok := checks.Lookup(docs, ref)
 	if !ok {
-		return Usagef("unknown check %q (IDs HC101..., or names such as daemonset-os-selector)", ref)
+		return Usagef("unknown check %q (IDs HC101..., names such as daemonset-os-selector, or all; --list-checks lists them)", ref)
 	}
 	fmt.Fprint(s.Out, checks.Explain(d))
 	return nil
@@ -233,6 +286,9 @@ input holds no Kubernetes object at all (empty input, a failed helm template).`,
   # fail the pipeline on warnings too
   hybridctl lint deploy/ --fail-on warning`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if done, err := f.catalogue(s); done {
+				return err
+			}
 			if len(args) == 0 {
 				return Usagef("lint needs at least one path (a file, a directory, or - for stdin)")
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/csr"
 )
 
@@ -117,5 +118,50 @@ func TestSpecDefaultFile(t *testing.T) {
 	cmd := newCSRApproveCmd(Streams{})
 	if d := cmd.Flags().Lookup("filename").DefValue; d != "" {
 		t.Errorf("csr approve -f default %q", d)
+	}
+}
+
+// TestListAndExplainChecks: --list-checks and --explain ID|name|all on
+// doctor and lint, from the catalogue.
+func TestListAndExplainChecks(t *testing.T) {
+	docs, err := checks.Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"doctor", "lint"} {
+		r := runCLI(t, "", tool, "--list-checks")
+		if r.code != 0 {
+			t.Fatalf("%s --list-checks: exit %d %s", tool, r.code, r.err)
+		}
+		lines := strings.Split(strings.TrimSpace(r.out), "\n")
+		if len(lines) != len(docs)+1 {
+			t.Fatalf("%s --list-checks: %d lines for %d checks", tool, len(lines), len(docs))
+		}
+		for i, d := range docs {
+			if f := strings.Fields(lines[i+1]); f[0] != d.ID || f[1] != d.Name || f[2] != string(d.Severity) {
+				t.Errorf("%s --list-checks line %d: %q, want %s %s", tool, i+1, lines[i+1], d.ID, d.Name)
+			}
+		}
+		r = runCLI(t, "", tool, "--list-checks", "-o", "json")
+		var rows []map[string]string
+		if err := json.Unmarshal([]byte(r.out), &rows); err != nil || len(rows) != len(docs) || rows[0]["id"] != docs[0].ID {
+			t.Errorf("%s --list-checks -o json: %v %q", tool, err, r.out)
+		}
+		last := docs[len(docs)-1]
+		for _, ref := range []string{last.ID, last.Name} {
+			r = runCLI(t, "", tool, "--explain", ref)
+			if r.code != 0 || !strings.HasPrefix(r.out, last.ID+" "+last.Name) {
+				t.Errorf("%s --explain %s: exit %d %q", tool, ref, r.code, r.out)
+			}
+		}
+		r = runCLI(t, "", tool, "--explain", "all")
+		for _, d := range docs {
+			if !strings.Contains(r.out, d.ID+" "+d.Name+" (") {
+				t.Errorf("%s --explain all lacks %s", tool, d.ID)
+			}
+		}
+		if r := runCLI(t, "", tool, "--explain", "HC999"); r.code != ExitUsage {
+			t.Errorf("%s --explain HC999: exit %d", tool, r.code)
+		}
 	}
 }

@@ -127,7 +127,7 @@ func New(phases []Phase, hosts []Host, opts Options) (*Engine, error) {
 	}
 	for _, n := range opts.Hosts {
 		if !seenHost[n] && n != ClusterHostName {
-			errs = append(errs, fmt.Errorf("unknown host %q", n))
+			errs = append(errs, fmt.Errorf("%w %q", ErrUnknownHost, n))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

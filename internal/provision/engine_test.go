@@ -675,3 +675,16 @@ func TestStepFinishingAfterCancelIsRecorded(t *testing.T) {
 		t.Errorf("the interrupted kubeadm-init did not run again: %v", r2.runs)
 	}
 }
+
+// TestUnknownHostSentinel: an unknown host is recognisable with errors.Is,
+// not by its text.
+func TestUnknownHostSentinel(t *testing.T) {
+	p := &Func{Name: "p", RunOnHost: func(context.Context, Host) error { return nil }}
+	_, err := New([]Phase{p}, []Host{{Name: "a", Role: RoleWorker, OS: Linux}}, Options{Cluster: "c", Hosts: []string{"nope"}})
+	if !errors.Is(err, ErrUnknownHost) {
+		t.Fatalf("err %v, want ErrUnknownHost", err)
+	}
+	if _, err := New([]Phase{p}, []Host{{Name: "a", Role: RoleWorker, OS: Linux}}, Options{Cluster: "c", Hosts: []string{"a"}}); err != nil {
+		t.Fatal(err)
+	}
+}

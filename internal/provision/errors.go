@@ -9,6 +9,10 @@ import (
 // a phase that is not in the list (a usage error for the CLI).
 var ErrUnknownPhase = errors.New("unknown phase")
 
+// ErrUnknownHost is wrapped by errors about Options.Hosts (reset --node)
+// naming a host that is not in the inventory: a usage error.
+var ErrUnknownHost = errors.New("unknown host")
+
 // PhaseError is the failure of one phase on one host. The engine returns
 // all of them joined with errors.Join, so callers can list failures per host
 // (errors.As on each) instead of reading one flattened message.
