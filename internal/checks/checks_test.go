@@ -92,19 +92,33 @@ func qualified(ns, name string) string {
 	return ns + "/" + name
 }
 
-// TestFixtures runs every check on its failing and passing fixture
-// (testdata/HCnnn/fail.yaml, pass.yaml); all checks run, and the findings
-// must be exactly the ones the fixture declares.
+// noNearMissYet are the checks still without a near-miss fixture (a
+// ratchet: the list may only shrink; every new check needs one).
+var noNearMissYet = map[string]bool{
+	"HC106": true, "HC107": true, "HC108": true, "HC109": true,
+	"HC201": true, "HC203": true, "HC204": true, "HC205": true, "HC206": true, "HC207": true,
+	"HC301": true, "HC302": true, "HC303": true, "HC304": true, "HC305": true, "HC306": true, "HC307": true, "HC308": true,
+	"HC401": true, "HC402": true,
+}
+
+// TestFixtures runs every check on its failing, passing and near-miss
+// fixtures (testdata/HCnnn/fail*.yaml, pass*.yaml, near*.yaml: both sides
+// of the check's limit, the mistakes that look right); all checks run, and
+// the findings must be exactly the ones the fixture declares, with the
+// numbers its "# message:" lines name.
 func TestFixtures(t *testing.T) {
 	docs, err := checks.Catalogue()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range docs {
-		for _, kind := range []string{"fail", "pass"} {
+		for _, kind := range []string{"fail", "pass", "near"} {
 			paths, _ := filepath.Glob(filepath.Join("testdata", d.ID, kind+"*.yaml"))
-			if len(paths) == 0 {
+			if len(paths) == 0 && !(kind == "near" && noNearMissYet[d.ID]) {
 				t.Errorf("check %s needs a testdata/%s/%s.yaml fixture", d.ID, d.ID, kind)
+			}
+			if len(paths) > 0 && kind == "near" && noNearMissYet[d.ID] {
+				t.Errorf("check %s has a near-miss fixture now: take it off noNearMissYet", d.ID)
 			}
 			for _, path := range paths {
 				t.Run(strings.TrimSuffix(filepath.ToSlash(path)[len("testdata/"):], ".yaml"), func(t *testing.T) {
@@ -117,7 +131,7 @@ func TestFixtures(t *testing.T) {
 						if !found {
 							t.Fatalf("%s declares no finding of %s", path, d.ID)
 						}
-					} else {
+					} else if kind == "pass" {
 						for _, e := range h.expect {
 							if strings.HasPrefix(e, d.ID+" ") {
 								t.Fatalf("%s is the passing fixture but expects %s", path, e)
