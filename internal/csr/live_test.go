@@ -620,3 +620,60 @@ func TestApplyWithRetryOnConflict(t *testing.T) {
 		t.Fatalf("API shows %s (%s), want the other approver's denial kept", got, msg)
 	}
 }
+
+// TestApplyWithRetryDisagreeingReview: after a conflict the fresh review
+// disagrees with the decision the person confirmed (the node's address
+// changed meanwhile, so the request now names an address that is not the
+// node's): nothing is written, and the error says what the request would
+// now be. Driven deterministically on the real API server.
+func TestApplyWithRetryDisagreeingReview(t *testing.T) {
+	env := testenv.Get(t)
+	ctx := t.Context()
+	admin := setupLab(t, env)
+	csrs := admin.CertificatesV1().CertificateSigningRequests()
+	nodeCSRs := asNode(t, env, "k8s-lab-node-2").CertificatesV1().CertificateSigningRequests()
+	getNode := APINodeGetter(admin)
+
+	n, err := admin.CoreV1().Nodes().Get(ctx, "k8s-lab-node-2", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ip string
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			ip = a.Address
+		}
+	}
+	stale, err := nodeCSRs.Create(ctx, corpusCase{req: nodeReq("k8s-lab-node-2", ip)}.object(t, "conflict-disagrees"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := ReviewCSR(ctx, stale, getNode, Options{})
+	if rv.Decision != Approve {
+		t.Fatalf("first review: %s %v, want approve (else this test proves nothing)", rv.Decision, rv.Reasons())
+	}
+	// Meanwhile the node reports another address, and the CSR changes.
+	for i := range n.Status.Addresses {
+		if n.Status.Addresses[i].Type == corev1.NodeInternalIP {
+			n.Status.Addresses[i].Address = "192.168.10.99"
+		}
+	}
+	if _, err := admin.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := stale.DeepCopy()
+	fresh.Labels = map[string]string{"touched": "yes"}
+	if _, err := csrs.Update(ctx, fresh, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ApplyWithRetry(ctx, admin, stale, rv, getNode, Options{})
+	if err == nil || !strings.Contains(err.Error(), "changed while it was reviewed; it would now be denied") {
+		t.Fatalf("want the disagreement reported, got %v", err)
+	}
+	if out.Decision != LeavePending {
+		t.Errorf("returned decision %s, want left pending", out.Decision)
+	}
+	if got, msg := decisionOf(t, ctx, admin, stale.Name); got != LeavePending {
+		t.Fatalf("API shows %s (%s): a decision was written although the new review disagrees", got, msg)
+	}
+}

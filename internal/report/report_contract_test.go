@@ -41,6 +41,61 @@ func sample() *checks.Result {
 	}
 }
 
+// withInput adds lint's input diagnostics: one unreadable document and one
+// that is not a Kubernetes object.
+func withInput(r *checks.Result) *checks.Result {
+	r.Diagnostics = []snapshot.Diagnostic{
+		{Severity: snapshot.DiagError, File: "broken.yaml", Line: 3, Message: "cannot parse"},
+		{Severity: snapshot.DiagWarning, File: "kustomization.yaml", Line: 1, Message: "not a Kubernetes object", Fix: "kustomize build"},
+	}
+	return r
+}
+
+// TestInputDiagnostics: lint's input diagnostics are counted apart from
+// findings, listed in JSON (never null), and shown in the table.
+func TestInputDiagnostics(t *testing.T) {
+	var b bytes.Buffer
+	if err := JSON(&b, withInput(sample()), 1); err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Diagnostics []map[string]any
+		Summary     Summary
+	}
+	if err := json.Unmarshal(b.Bytes(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Diagnostics) != 2 || out.Diagnostics[0]["file"] != "broken.yaml" || out.Diagnostics[0]["line"] != float64(3) {
+		t.Errorf("diagnostics: %v", out.Diagnostics)
+	}
+	if out.Summary.InputErrors != 1 || out.Summary.InputWarnings != 1 || out.Summary.Errors != 1 || out.Summary.Warnings != 1 {
+		t.Errorf("summary: %+v", out.Summary)
+	}
+	b.Reset()
+	if err := JSON(&b, sample(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"diagnostics": []`) {
+		t.Errorf("no input diagnostics: want an empty list:\n%s", b.String())
+	}
+	b.Reset()
+	if err := Table(&b, withInput(sample()), 1); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "broken.yaml:3") || !strings.Contains(b.String(), "kustomization.yaml:1") {
+		t.Errorf("table lacks the input diagnostics:\n%s", b.String())
+	}
+	for _, f := range []string{"sarif", "junit"} {
+		b.Reset()
+		if err := Write(&b, f, "lint", withInput(sample()), 1); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "broken.yaml") {
+			t.Errorf("%s lacks the unreadable document:\n%s", f, b.String())
+		}
+	}
+}
+
 // TestJSONContract: design §5's shape, exactly: no unknown or missing
 // keys, lists never null, counts right.
 func TestJSONContract(t *testing.T) {
