@@ -51,6 +51,18 @@ type Plan struct {
 	// names (kubeadm config images list); containerd's sandbox image is set
 	// to it so that kubeadm does not warn about a mismatch.
 	SandboxImage string `json:"sandboxImage"`
+	// Registry is the private registry of images.registry, nil when
+	// images come from the public registries.
+	Registry *Registry `json:"registry,omitempty"`
+	// Images is every image the cluster pulls, after Registry is applied.
+	Images []Image `json:"images"`
+	// PackagesSource is upstream or bundle (spec.packages.source).
+	PackagesSource string `json:"packagesSource"`
+	// NetworkConfigure is check, netplan or systemd-networkd.
+	NetworkConfigure string `json:"networkConfigure"`
+	// AllowCgroupV1 accepts cgroup v1 nodes (failCgroupV1: false and
+	// kubeadm's SystemVerification ignored).
+	AllowCgroupV1 bool `json:"allowCgroupV1"`
 	// KubernetesAptRepo is the pkgs.k8s.io Debian repository of the minor.
 	KubernetesAptRepo string         `json:"kubernetesAptRepo"`
 	Addons            []Addon        `json:"addons"`
@@ -116,6 +128,8 @@ type Versions struct {
 	Containerd string `json:"containerd"`
 	Crictl     string `json:"crictl"`
 	Calico     string `json:"calico"`
+	Runc       string `json:"runc"`
+	CNIPlugins string `json:"cniPlugins"`
 }
 
 // Calico is the Installation's settings and the manifests to apply.
@@ -287,21 +301,33 @@ func Derive(c *spec.Cluster, warnings spec.Diagnostics) (*Plan, error) {
 		Versions: Versions{
 			Kubernetes: s.KubernetesVersion, Containerd: s.Containerd.Version,
 			Crictl: s.Crictl.Version, Calico: s.Calico.Version,
+			Runc: s.Runc.Version, CNIPlugins: s.CNIPlugins.Version,
 		},
-		Calico:    calicoOf(c),
-		KubeProxy: KubeProxy{LinuxMode: s.KubeProxy.Mode},
-		Warnings:  []Warning{},
+		PackagesSource:   s.Packages.Source,
+		NetworkConfigure: s.Network.Configure,
+		AllowCgroupV1:    s.AllowCgroupV1,
+		Calico:           calicoOf(c),
+		KubeProxy:        KubeProxy{LinuxMode: s.KubeProxy.Mode},
+		Warnings:         []Warning{},
 	}
 	p.KubernetesAptRepo = "https://pkgs.k8s.io/core:/stable:/" + p.KubernetesMinor + "/deb/"
+	if s.Images.Registry != "" {
+		reg, err := spec.ParseRegistry(s.Images.Registry)
+		if err != nil {
+			return nil, fmt.Errorf("spec.images.registry: %w", err)
+		}
+		p.Registry = &Registry{Prefix: reg.Prefix(), HostPort: reg.HostPort(), Path: reg.Path,
+			CA: string(s.Images.RegistryCAData), HasCA: len(s.Images.RegistryCAData) > 0}
+	}
 	pause, known := PauseVersion(p.KubernetesMinor)
-	p.SandboxImage = "registry.k8s.io/pause:" + pause
+	p.SandboxImage = p.Image("registry.k8s.io/pause:" + pause)
 	if !known {
 		p.Warnings = append(p.Warnings, Warning{Check: "P001 sandbox-image", Path: "spec.kubernetesVersion",
 			Message: fmt.Sprintf("hybridctl does not know which pause image kubeadm %s names; using %s (check: kubeadm config images list --kubernetes-version %s)", p.KubernetesMinor, p.SandboxImage, s.KubernetesVersion)})
 	}
 	if hasWindows {
 		p.KubeProxy.WindowsMode = "kernelspace"
-		p.KubeProxy.WindowsImage = "sigwindowstools/kube-proxy:" + s.KubernetesVersion + "-calico-hostprocess"
+		p.KubeProxy.WindowsImage = p.Image(fmt.Sprintf(KubeProxyWindowsImageFmt, s.KubernetesVersion))
 	}
 	p.Addons = addonsOf(s.Addons)
 
@@ -349,6 +375,15 @@ func Derive(c *spec.Cluster, warnings spec.Diagnostics) (*Plan, error) {
 		}
 	}
 	p.APIServer.CertSANs = certSANs(host, p.Nodes)
+	p.Images = imagesOf(p, hasWindows)
+	if _, _, ok := kubeadmVersions(p.KubernetesMinor); !ok {
+		p.Warnings = append(p.Warnings, Warning{Check: "P002 kubeadm-images", Path: "spec.kubernetesVersion",
+			Message: fmt.Sprintf("hybridctl does not know the etcd and CoreDNS tags kubeadm %s names; the image list assumes those of the newest known minor (check: kubeadm config images list --kubernetes-version %s)", p.KubernetesMinor, s.KubernetesVersion)})
+	}
+	if p.Registry != nil {
+		p.Warnings = append(p.Warnings, Warning{Check: "P003 operator-image", Path: "spec.images.registry",
+			Message: fmt.Sprintf("mirror the Tigera operator too: the image Calico %s's tigera-operator.yaml names, as %s/tigera/operator:TAG; apply points the manifest at the registry", p.Calico.Version, p.Registry.Prefix)})
+	}
 	p.Ports = portsOf(hasWindows, port, s.Calico)
 	p.DNSRecords = dnsRecordsOf(p, host)
 	for _, w := range warnings.Warnings() {

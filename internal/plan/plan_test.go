@@ -60,6 +60,8 @@ func TestGolden(t *testing.T) {
 		{"two-builds", "../spec/testdata/valid/two-builds.yaml"},
 		{"linux-only-bgp", "../spec/testdata/valid/linux-only-bgp.yaml"},
 		{"wide", "testdata/wide.yaml"},
+		{"lab-linux", "../../examples/lab-linux.yaml"},
+		{"offline", "../spec/testdata/valid/offline.yaml"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := deriveFile(t, c.spec)

@@ -99,6 +99,17 @@ func (p *Plan) WriteText(w io.Writer) error {
 	}
 	_ = tw.Flush()
 
+	ew.printf("\nIMAGES")
+	if p.Registry != nil {
+		ew.printf(" (all from %s)", p.Registry.Prefix)
+	}
+	ew.printf("\n")
+	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	for _, im := range p.Images {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", im.Name, im.OS, im.Image)
+	}
+	_ = tw.Flush()
+
 	ew.printf("\nWARNINGS\n")
 	if len(p.Warnings) == 0 {
 		ew.printf("none\n")

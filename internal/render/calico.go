@@ -27,6 +27,10 @@ type objectMeta struct {
 }
 
 type installationSpec struct {
+	// Registry (ending in /) and ImagePath point every Calico image at a
+	// private registry: REGISTRY/calico/node:VERSION.
+	Registry      string        `json:"registry,omitempty"`
+	ImagePath     string        `json:"imagePath,omitempty"`
 	ServiceCIDRs  []string      `json:"serviceCIDRs,omitempty"`
 	CalicoNetwork calicoNetwork `json:"calicoNetwork"`
 }
@@ -107,6 +111,10 @@ func calicoInstallation(p *plan.Plan) ([]byte, error) {
 				}},
 			},
 		},
+	}
+	if p.Registry != nil {
+		inst.Spec.Registry = p.Registry.Prefix + "/"
+		inst.Spec.ImagePath = "calico"
 	}
 	// The guide leaves the MTU to Calico's auto-detection (1450 on a 1500
 	// network). Only a non-default node MTU is written down.

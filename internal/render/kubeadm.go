@@ -29,15 +29,18 @@ type apiEndpoint struct {
 }
 
 type nodeRegistration struct {
-	Name      string         `json:"name"`
-	CRISocket string         `json:"criSocket"`
-	Taints    []corev1.Taint `json:"taints,omitempty"`
+	Name                  string         `json:"name"`
+	CRISocket             string         `json:"criSocket"`
+	Taints                []corev1.Taint `json:"taints,omitempty"`
+	IgnorePreflightErrors []string       `json:"ignorePreflightErrors,omitempty"`
 }
 
 type clusterConfiguration struct {
 	metav1.TypeMeta      `json:",inline"`
 	KubernetesVersion    string     `json:"kubernetesVersion"`
 	ControlPlaneEndpoint string     `json:"controlPlaneEndpoint"`
+	ImageRepository      string     `json:"imageRepository,omitempty"`
+	DNS                  *dnsConfig `json:"dns,omitempty"`
 	Networking           networking `json:"networking"`
 	APIServer            apiServer  `json:"apiServer"`
 }
@@ -46,6 +49,13 @@ type networking struct {
 	PodSubnet     string `json:"podSubnet"`
 	ServiceSubnet string `json:"serviceSubnet"`
 	DNSDomain     string `json:"dnsDomain"`
+}
+
+// dnsConfig is kubeadm's DNS image setting: with a private registry the
+// CoreDNS image keeps its coredns/ path (REGISTRY/coredns/coredns:TAG), as
+// containerd's mirror of registry.k8s.io would find it.
+type dnsConfig struct {
+	ImageRepository string `json:"imageRepository,omitempty"`
 }
 
 type apiServer struct {
@@ -110,7 +120,7 @@ func kubeadmConfig(p *plan.Plan) ([]byte, error) {
 		LocalAPIEndpoint: apiEndpoint{AdvertiseAddress: cp.Address, BindPort: int32(p.APIServer.Port)},
 		// Taints are left to kubeadm, as in the guide: its default for a
 		// control-plane node is the plan's control-plane:NoSchedule.
-		NodeRegistration: nodeRegistration{Name: cp.Name, CRISocket: cp.CRISocket},
+		NodeRegistration: nodeRegistration{Name: cp.Name, CRISocket: cp.CRISocket, IgnorePreflightErrors: ignorePreflight(p)},
 	}
 	clusterCfg := clusterConfiguration{
 		TypeMeta:             typeMeta(kubeadmAPIVersion, "ClusterConfiguration"),
@@ -119,11 +129,19 @@ func kubeadmConfig(p *plan.Plan) ([]byte, error) {
 		Networking:           networking{PodSubnet: p.PodNetwork.CIDR, ServiceSubnet: p.ServiceNetwork.CIDR, DNSDomain: p.DNSDomain},
 		APIServer:            apiServer{CertSANs: p.APIServer.CertSANs},
 	}
+	if p.Registry != nil {
+		clusterCfg.ImageRepository = p.Registry.Prefix
+		clusterCfg.DNS = &dnsConfig{ImageRepository: p.Registry.Prefix + "/coredns"}
+	}
 	t := true
 	kubelet := kubeletv1beta1.KubeletConfiguration{
 		TypeMeta:           typeMeta("kubelet.config.k8s.io/v1beta1", "KubeletConfiguration"),
 		CgroupDriver:       "systemd",
 		ServerTLSBootstrap: t,
+	}
+	if p.AllowCgroupV1 {
+		f := false
+		kubelet.FailCgroupV1 = &f
 	}
 	proxy := kubeproxyv1alpha1.KubeProxyConfiguration{
 		TypeMeta: typeMeta("kubeproxy.config.k8s.io/v1alpha1", "KubeProxyConfiguration"),
@@ -167,6 +185,9 @@ func joinConfig(p *plan.Plan, n plan.Node, o Options) ([]byte, error) {
 			LocalAPIEndpoint: apiEndpoint{AdvertiseAddress: n.Address, BindPort: int32(p.APIServer.Port)},
 			CertificateKey:   key,
 		}
+	}
+	if !n.IsWindows() {
+		jc.NodeRegistration.IgnorePreflightErrors = ignorePreflight(p)
 	}
 	if n.IsWindows() {
 		jc.Patches = &patches{Directory: WindowsPatchesDir}
@@ -226,4 +247,13 @@ func firstControlPlane(p *plan.Plan) (plan.Node, bool) {
 		}
 	}
 	return plan.Node{}, false
+}
+
+// ignorePreflight is kubeadm's preflight exception for cgroup v1 nodes:
+// SystemVerification fails on cgroup v1 (allowCgroupV1).
+func ignorePreflight(p *plan.Plan) []string {
+	if p.AllowCgroupV1 {
+		return []string{"SystemVerification"}
+	}
+	return nil
 }

@@ -285,7 +285,7 @@ func (r *renderer) workloads() error {
 	if err := r.addGen("workloads/demo-namespace.yaml", 0o644, demoNamespaceYAML); err != nil {
 		return err
 	}
-	if err := r.addGen("workloads/hello.yaml", 0o644, helloYAML); err != nil {
+	if err := r.addGen("workloads/hello.yaml", 0o644, func() ([]byte, error) { return helloYAML(r.plan) }); err != nil {
 		return err
 	}
 	for i, rc := range r.plan.RuntimeClasses {

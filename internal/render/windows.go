@@ -121,6 +121,9 @@ type ps1Data struct {
 	InstallContainerdSHA256 string
 	PrepareNodeURL          string
 	PrepareNodeSHA256       string
+	// Hosts are containerd's certs.d directories (private registry only).
+	Hosts    []hostsFile
+	CertsDir string
 }
 
 func (r *renderer) windowsPrepare(n plan.Node) ([]byte, error) {
@@ -128,6 +131,7 @@ func (r *renderer) windowsPrepare(n plan.Node) ([]byte, error) {
 		Plan: r.plan, Node: n, NTPPeers: ntpPeers(r.plan.NodeNetwork.NTPServers),
 		InstallContainerdURL: r.opts.InstallContainerdURL, InstallContainerdSHA256: r.opts.InstallContainerdSHA256,
 		PrepareNodeURL: r.opts.PrepareNodeURL, PrepareNodeSHA256: r.opts.PrepareNodeSHA256,
+		Hosts: containerdHosts(r.plan, WindowsCertsDir, `\`), CertsDir: WindowsCertsDir,
 	}
 	var buf bytes.Buffer
 	if err := r.tmpl.ExecuteTemplate(&buf, "prepare.ps1.tmpl", d); err != nil {

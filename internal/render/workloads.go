@@ -16,8 +16,8 @@ import (
 // private ghcr.io package (a pull secret the runbook creates), and
 // Microsoft's sample .NET application on Nano Server.
 const (
-	HelloImage        = "ghcr.io/example/hello:1.2"
-	AspnetappImageFmt = "mcr.microsoft.com/dotnet/samples:aspnetapp-nanoserver-%s"
+	HelloImage        = plan.HelloImage
+	AspnetappImageFmt = plan.AspnetappImageFmt
 	demoNamespace     = "demo"
 	winDemoNamespace  = "win-demo"
 	psaEnforce        = "pod-security.kubernetes.io/enforce"
@@ -38,7 +38,7 @@ func demoNamespaceYAML() ([]byte, error) {
 }
 
 // helloYAML renders workloads/hello.yaml.
-func helloYAML() ([]byte, error) {
+func helloYAML(p *plan.Plan) ([]byte, error) {
 	labels := map[string]string{appNameLabel: "hello"}
 	dep := appsv1.Deployment{
 		TypeMeta:   typeMeta("apps/v1", "Deployment"),
@@ -56,7 +56,7 @@ func helloYAML() ([]byte, error) {
 					},
 					Containers: []corev1.Container{{
 						Name:           "hello",
-						Image:          HelloImage,
+						Image:          p.Image(HelloImage),
 						Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 						ReadinessProbe: httpProbe("/readyz"),
 						LivenessProbe:  httpProbe("/healthz"),
@@ -103,7 +103,7 @@ func aspnetappYAML(p *plan.Plan, rc plan.RuntimeClass, name string, withNamespac
 					},
 					Containers: []corev1.Container{{
 						Name:           "aspnetapp",
-						Image:          fmt.Sprintf(AspnetappImageFmt, rc.ImageTag),
+						Image:          p.Image(fmt.Sprintf(AspnetappImageFmt, rc.ImageTag)),
 						Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 						ReadinessProbe: httpProbe("/"),
 						Resources: corev1.ResourceRequirements{

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepares k8s-lab-node-2 (worker, Ubuntu Server) of cluster lab for kubeadm.
+# Prepares k8s-lab-node-2 (worker, Ubuntu Server or Debian 12/13) of cluster lab for kubeadm.
 # Rendered by hybridctl: the guide's "Linux nodes: as in part 4" - name and
 # address, swap, kernel modules, sysctl, chrony, containerd, the Kubernetes
 # packages. Run as root on the node:  sudo bash prepare.sh
@@ -46,21 +46,20 @@ step "host name $NODE_NAME"
 if [[ "$(hostnamectl --static)" != "$NODE_NAME" ]]; then
 	hostnamectl set-hostname "$NODE_NAME"
 fi
-
-step "address $ADDRESS/$PREFIX_LENGTH on $IFACE (netplan)"
-{
-	printf 'network:\n  version: 2\n  ethernets:\n'
-	printf '    "%s":\n      dhcp4: false\n' "$IFACE"
-	printf '      addresses: ["%s/%s"]\n' "$ADDRESS" "$PREFIX_LENGTH"
-	printf '      routes:\n        - to: default\n          via: "%s"\n' "$GATEWAY"
-	printf '      nameservers:\n        addresses: ['
-	sep=''
-	for s in "${DNS_SERVERS[@]}"; do printf '%s"%s"' "$sep" "$s"; sep=', '; done
-	printf ']\n'
-	if [[ -n "$DNS_SUFFIX" ]]; then printf '        search: ["%s"]\n' "$DNS_SUFFIX"; fi
-} | if install_file 600 /etc/netplan/60-hybridctl.yaml; then
-	netplan generate
-	netplan apply
+step "address $ADDRESS/$PREFIX_LENGTH (checked, not configured: network.configure is check)"
+if ! ip -o -4 addr show | awk '{print $4}' | grep -qxF "$ADDRESS/$PREFIX_LENGTH"; then
+	have=$(ip -o -4 addr show scope global | awk '{printf " %s=%s", $2, $4}')
+	die "this node does not have its spec address $ADDRESS/$PREFIX_LENGTH (it has:${have:- none}); give it the address, or set spec.network.configure to netplan or systemd-networkd"
+fi
+if ! ip -o -4 route show default | grep -q "via $GATEWAY "; then
+	printf '  warning: the default route is not via the spec gateway %s: %s\n' "$GATEWAY" "$(ip -o -4 route show default | head -n1)" >&2
+fi
+resolvers="$(cat /etc/resolv.conf 2>/dev/null; resolvectl dns 2>/dev/null || true)"
+for s in "${DNS_SERVERS[@]}"; do
+	grep -qwF "$s" <<<"$resolvers" || printf '  warning: the spec DNS server %s is not among the node resolvers\n' "$s" >&2
+done
+if [[ -n "$DNS_SUFFIX" ]] && ! grep -qwF "$DNS_SUFFIX" <<<"$resolvers$(resolvectl domain 2>/dev/null || true)"; then
+	printf '  warning: the spec DNS suffix %s is not a search domain of the node\n' "$DNS_SUFFIX" >&2
 fi
 
 step "product_uuid and machine-id (must differ between nodes)"
@@ -74,13 +73,23 @@ fi
 
 step "kernel modules overlay, br_netfilter"
 printf 'overlay\nbr_netfilter\n' | install_file 644 /etc/modules-load.d/k8s.conf || true
-modprobe overlay
-modprobe br_netfilter
+# A module built into the kernel (or loaded by the host of a container)
+# needs no modprobe; a host without loadable modules has no modprobe to run.
+for m in overlay br_netfilter; do
+	if [[ -d /sys/module/$m ]] || grep -qw "$m" /proc/filesystems 2>/dev/null; then
+		continue
+	fi
+	modprobe "$m" || die "kernel module $m is neither loaded nor built in, and modprobe $m failed"
+done
 
 step "sysctl: bridged traffic through netfilter, IP forwarding"
 printf '%s\n' 'net.bridge.bridge-nf-call-iptables  = 1' 'net.bridge.bridge-nf-call-ip6tables = 1' 'net.ipv4.ip_forward                 = 1' \
 	| install_file 644 /etc/sysctl.d/k8s.conf || true
-sysctl --system >/dev/null
+# Written through /proc/sys: a minimal Debian has no sysctl binary.
+for key in net/bridge/bridge-nf-call-iptables net/bridge/bridge-nf-call-ip6tables net/ipv4/ip_forward; do
+	[[ -e /proc/sys/$key ]] || die "/proc/sys/$key does not exist (is br_netfilter loaded?)"
+	[[ "$(cat "/proc/sys/$key")" == 1 ]] || echo 1 >"/proc/sys/$key"
+done
 
 export DEBIAN_FRONTEND=noninteractive
 step "package lists"
@@ -105,13 +114,14 @@ sandbox_sed=$(printf '%s' "$SANDBOX_IMAGE" | sed -e 's/[\\|&]/\\&/g')
 containerd config default \
 	| sed -E -e 's/^([[:space:]]*)SystemdCgroup = .*/\1SystemdCgroup = true/' \
 		-e "s|^([[:space:]]*)sandbox = .*|\\1sandbox = '${sandbox_sed}'|" \
+		-e "s|^([[:space:]]*)sandbox_image = .*|\\1sandbox_image = '${sandbox_sed}'|" \
 	| if install_file 644 /etc/containerd/config.toml; then
 		systemctl restart containerd
 	fi
 systemctl enable --now containerd >/dev/null
 grep -q 'SystemdCgroup = true' /etc/containerd/config.toml || die "SystemdCgroup not set in /etc/containerd/config.toml"
-grep -Fq "sandbox = '${SANDBOX_IMAGE}'" /etc/containerd/config.toml \
-	|| die "the sandbox image is not set in /etc/containerd/config.toml (containerd 2.x config expected)"
+{ grep -Fq "sandbox = '${SANDBOX_IMAGE}'" /etc/containerd/config.toml || grep -Fq "sandbox_image = '${SANDBOX_IMAGE}'" /etc/containerd/config.toml; } \
+	|| die "the sandbox image is not set in /etc/containerd/config.toml"
 
 step "Kubernetes packages $KUBERNETES_VERSION from $APT_REPO"
 install -d -m 755 /etc/apt/keyrings
