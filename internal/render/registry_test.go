@@ -73,7 +73,7 @@ func TestRegistryEveryImage(t *testing.T) {
 			"/etc/containerd/certs.d/reg.test_5000_/ca.crt", "https://reg.test:5000/v2/mirror", "override_path = true",
 			"capabilities = ['\\''pull'\\'', '\\''resolve'\\'']", "config_path = '${CERTS_DIR}'", "MIIB"},
 		"nodes/k8s-lab-win-1/prepare.ps1": {`'mcr.microsoft.com'`, `'reg.test_5000_'`, `ca = ''C:\Program Files\containerd\certs.d\reg.test_5000_\ca.crt''`,
-			"$SandboxImage = 'reg.test:5000/mirror/pause:3.10.2'", "MIIB"},
+			"'reg.test:5000/mirror/pause:3.10.2'", "MIIB"},
 	}
 	for path, subs := range wants {
 		f, ok := files[path]
