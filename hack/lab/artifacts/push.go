@@ -6,7 +6,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -84,38 +86,9 @@ func (b *Builder) PushImages(ctx context.Context, spec string, opts PushOptions)
 	if err != nil {
 		return nil, err
 	}
-	type want struct {
-		ref string
-		def ImageDef
-	}
-	var todo []want
-	registry := ""
-	for _, pi := range planned {
-		repo, _, _ := strings.Cut(pi.Image, "@")
-		if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
-			repo = repo[:i]
-		}
-		if registry == "" {
-			registry, _, _ = strings.Cut(repo, "/")
-		}
-		base := path.Base(repo)
-		switch {
-		case pi.OS == "windows":
-			fmt.Fprintf(b.Log, "lab: %s: a Windows image, not built\n", pi.Image)
-			continue
-		case unbuildable(repo):
-			fmt.Fprintf(b.Log, "lab: %s: Calico cannot be built here; the lab's pod network replaces it\n", pi.Image)
-			continue
-		}
-		d, ok := LookupImage(base)
-		if !ok {
-			return nil, fmt.Errorf("plan lists %s (%s), which the lab cannot build", pi.Image, pi.Name)
-		}
-		todo = append(todo, want{pi.Image, d})
-	}
-	for _, n := range ExtraImages {
-		d, _ := LookupImage(n)
-		todo = append(todo, want{registry + "/" + ExtraRepository + "/" + n + ":" + ExtraTag, d})
+	todo, err := selectImages(planned, b.Log)
+	if err != nil {
+		return nil, err
 	}
 	tr, err := transport(opts.CA)
 	if err != nil {
@@ -155,6 +128,50 @@ func (b *Builder) PushImages(ctx context.Context, spec string, opts PushOptions)
 	fmt.Fprintf(b.Log, "lab: pushed %d images in %s\n", len(writes), time.Since(began).Round(time.Second))
 	slices.SortFunc(out, func(a, b Pushed) int { return strings.Compare(a.Ref, b.Ref) })
 	return slices.CompactFunc(out, func(a, b Pushed) bool { return a.Ref == b.Ref }), nil
+}
+
+type want struct {
+	ref string
+	def ImageDef
+}
+
+// selectImages matches plan's images to the lab's definitions by their
+// repository's last path element, skips Windows and Calico images (with a
+// line on log), refuses any other image it cannot build, and adds the extra
+// images under the registry of plan's first image.
+func selectImages(planned []PlanImage, log io.Writer) ([]want, error) {
+	var todo []want
+	registry := ""
+	for _, pi := range planned {
+		repo, _, _ := strings.Cut(pi.Image, "@")
+		if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+			repo = repo[:i]
+		}
+		if registry == "" {
+			registry, _, _ = strings.Cut(repo, "/")
+		}
+		switch {
+		case pi.OS == "windows":
+			fmt.Fprintf(log, "lab: %s: a Windows image, not built\n", pi.Image)
+			continue
+		case unbuildable(repo):
+			fmt.Fprintf(log, "lab: %s: Calico cannot be built here; the lab's pod network replaces it\n", pi.Image)
+			continue
+		}
+		d, ok := LookupImage(path.Base(repo))
+		if !ok {
+			return nil, fmt.Errorf("plan lists %s (%s), which the lab cannot build", pi.Image, pi.Name)
+		}
+		todo = append(todo, want{pi.Image, d})
+	}
+	if registry == "" {
+		return nil, errors.New("plan lists no images")
+	}
+	for _, n := range ExtraImages {
+		d, _ := LookupImage(n)
+		todo = append(todo, want{registry + "/" + ExtraRepository + "/" + n + ":" + ExtraTag, d})
+	}
+	return todo, nil
 }
 
 // transport trusts only the CA file's certificates (none given: the
