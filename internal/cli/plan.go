@@ -46,6 +46,9 @@ invalid; 2 usage error; 3 the file could not be read.`,
 			default:
 				return Usagef("unknown output format %q: want table, json or yaml", o.output)
 			}
+			if o.output == "json" {
+				o.spec.problemsJSON = s.Out
+			}
 			r, err := o.spec.load(cmd.Context(), s.In, s.Err)
 			if err != nil {
 				return err
@@ -71,6 +74,6 @@ invalid; 2 usage error; 3 the file could not be read.`,
 		},
 	}
 	o.spec.add(cmd)
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml (the effective spec with defaults)")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table; json (the derived plan, or {\"problems\":[...]} for an invalid spec); yaml (the effective spec with every default)")
 	return cmd
 }

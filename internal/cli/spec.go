@@ -24,6 +24,20 @@ type specFlags struct {
 	// optional: no default file (csr approve works without a spec).
 	optional bool
 	flag     *pflag.Flag
+	// problemsJSON, when set, receives an invalid spec's problems as
+	// {"problems":[{file,line,path,severity,message,check}]} instead of the
+	// text lines (plan -o json).
+	problemsJSON io.Writer
+}
+
+// problem is one entry of plan -o json's problems.
+type problem struct {
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Path     string `json:"path"`
+	Severity string `json:"severity"`
+	Message  string `json:"message"`
+	Check    string `json:"check"`
 }
 
 func (f *specFlags) add(cmd *cobra.Command) {
@@ -69,6 +83,22 @@ func (f *specFlags) load(ctx context.Context, in io.Reader, errOut io.Writer) (*
 		if err != nil {
 			return nil, Incomplete(err)
 		}
+	}
+	if r.Err() != nil && f.problemsJSON != nil {
+		out := struct {
+			Problems []problem `json:"problems"`
+		}{Problems: []problem{}}
+		for _, d := range r.Diagnostics {
+			file := d.File
+			if file == "" {
+				file = r.File
+			}
+			out.Problems = append(out.Problems, problem{File: file, Line: d.Line, Path: d.Path, Severity: string(d.Severity), Message: d.Message, Check: d.Rule})
+		}
+		if err := writeJSON(f.problemsJSON, out); err != nil {
+			return nil, Incomplete(err)
+		}
+		return nil, &ExitError{Code: ExitProblem, Err: r.Err(), Silent: true}
 	}
 	if r.Err() != nil {
 		for _, d := range r.Diagnostics {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybridctl/hybridctl/examples"
 	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/csr"
 )
@@ -163,5 +164,42 @@ func TestListAndExplainChecks(t *testing.T) {
 		if r := runCLI(t, "", tool, "--explain", "HC999"); r.code != ExitUsage {
 			t.Errorf("%s --explain HC999: exit %d", tool, r.code)
 		}
+	}
+}
+
+// TestPlanJSONProblems: plan -o json on an invalid spec prints the
+// problems as JSON (for editors and CI) and exits 1.
+func TestPlanJSONProblems(t *testing.T) {
+	bad := strings.Replace(string(examples.Lab), "name: k8s-lab-win-1", "name: k8s-lab-windows-01", 1)
+	if bad == string(examples.Lab) {
+		t.Fatal("fixture did not change")
+	}
+	r := runCLI(t, bad, "plan", "-f", "-", "-o", "json")
+	if r.code != ExitProblem {
+		t.Fatalf("exit %d, stderr %q", r.code, r.err)
+	}
+	var got struct {
+		Problems []map[string]any `json:"problems"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &got); err != nil || len(got.Problems) == 0 {
+		t.Fatalf("stdout is not {problems:[...]}: %v\n%s", err, r.out)
+	}
+	found := false
+	for _, p := range got.Problems {
+		for _, k := range []string{"file", "line", "path", "severity", "message", "check"} {
+			if _, ok := p[k]; !ok {
+				t.Errorf("problem without %q: %v", k, p)
+			}
+		}
+		if p["path"] == "spec.nodes[3].name" && p["severity"] == "error" && p["file"] == "<stdin>" && p["line"].(float64) > 0 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no error for spec.nodes[3].name: %s", r.out)
+	}
+	// A valid spec still gives the plan.
+	if r := runCLI(t, string(examples.Lab), "plan", "-f", "-", "-o", "json"); r.code != 0 || strings.Contains(r.out, `"problems"`) {
+		t.Errorf("valid spec: exit %d", r.code)
 	}
 }
