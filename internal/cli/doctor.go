@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hybridctl/hybridctl/internal/checks"
+	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
 	"github.com/hybridctl/hybridctl/internal/report"
 	"github.com/hybridctl/hybridctl/internal/snapshot"
@@ -255,6 +257,7 @@ func explainCheck(s Streams, ref string) error {
 
 func newLintCmd(s Streams) *cobra.Command {
 	var f auditFlags
+	var specFile string
 	cmd := &cobra.Command{
 		Use:   "lint PATH... | -",
 		Short: "Run the hybrid-cluster checks on manifests, directories or Helm output",
@@ -296,6 +299,28 @@ input holds no Kubernetes object at all (empty input, a failed helm template).`,
 			if err != nil {
 				return err
 			}
+			if specFile != "" {
+				sf := specFlags{file: specFile}
+				r, err := sf.load(cmd.Context(), s.In, s.Err)
+				if err != nil {
+					return err
+				}
+				p, err := plan.Derive(r.Cluster, r.Diagnostics)
+				if err != nil {
+					return Problem(fmt.Errorf("--spec %s: %w", specFile, err))
+				}
+				for _, n := range p.Nodes {
+					if !n.IsWindows() {
+						continue
+					}
+					// A spec without Windows nodes says nothing about their taints.
+					opts.WindowsTaints, opts.WindowsTaintsFrom = []snapshot.Taint{}, filepath.Base(specFile)
+					for _, t := range n.Taints {
+						opts.WindowsTaints = append(opts.WindowsTaints, snapshot.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+					}
+					break // the plan taints every Windows node alike
+				}
+			}
 			snap, err := snapshot.LoadFiles(cmd.Context(), args, s.In)
 			if err != nil {
 				return Incomplete(err)
@@ -307,5 +332,6 @@ input holds no Kubernetes object at all (empty input, a failed helm template).`,
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().StringVar(&specFile, "spec", "", "cluster spec (cluster.yaml): take the Windows nodes' taints from it instead of assuming the guide's os=windows:NoSchedule")
 	return cmd
 }

@@ -294,3 +294,19 @@ current-context: c
 		t.Fatalf("exit %d, stderr %q", r.code, r.err)
 	}
 }
+
+// TestLintSpecTaints: with --spec the Windows taints come from the plan and
+// the finding says so instead of "assumed".
+func TestLintSpecTaints(t *testing.T) {
+	r := runCLI(t, "", "lint", "testdata/lint-sample.yaml", "--spec", "../../examples/lab.yaml", "--checks", "HC112")
+	if r.code != ExitProblem || !strings.Contains(r.out, "os=windows:NoSchedule (from lab.yaml)") || strings.Contains(r.out, "assumed") {
+		t.Fatalf("exit %d, out:\n%s\nerr: %s", r.code, r.out, r.err)
+	}
+	r = runCLI(t, "", "lint", "testdata/lint-sample.yaml", "--checks", "HC112")
+	if r.code != ExitProblem || !strings.Contains(r.out, "assumed: the guide's taint") {
+		t.Fatalf("without --spec: exit %d, out:\n%s", r.code, r.out)
+	}
+	if r := runCLI(t, "", "lint", "testdata/lint-sample.yaml", "--spec", "testdata/no-such-spec.yaml"); r.code == ExitOK || r.code == ExitProblem {
+		t.Fatalf("missing spec: exit %d", r.code)
+	}
+}
