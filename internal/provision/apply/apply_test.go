@@ -17,6 +17,7 @@ import (
 	"github.com/hybridctl/hybridctl/internal/provision"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
+	"github.com/hybridctl/hybridctl/internal/pwshtest"
 	"github.com/hybridctl/hybridctl/internal/render"
 	"github.com/hybridctl/hybridctl/internal/spec"
 )
@@ -296,6 +297,14 @@ func TestResetWindowsOrder(t *testing.T) {
 		t.Errorf("the task's script: %q", final)
 	}
 
+	// Everything sent parses, and so does the task's own script.
+	scripts := []pwshtest.Script{}
+	for i, text := range sent {
+		scripts = append(scripts, pwshtest.Script{Name: fmt.Sprintf("reset command %d", i+1), Text: text})
+	}
+	scripts = append(scripts, pwshtest.Script{Name: "reset task", Text: windowsResetFinal})
+	pwshtest.Check(t, scripts...)
+
 	// A failing kubeadm reset fails the step with its output, and nothing
 	// after it is sent.
 	if err := os.WriteFile(filepath.Join(srv.Dir, "kubeadm-fails"), nil, 0o600); err != nil {
@@ -314,4 +323,24 @@ func TestResetWindowsOrder(t *testing.T) {
 		!strings.Contains(lines[2], "Remove-HnsNetwork; ") || !strings.Contains(lines[3], "new boot id") {
 		t.Errorf("Windows dry-run: %q", lines)
 	}
+}
+
+// TestWindowsCommandsParse parses, as sent (in the transport's wrapper),
+// the other PowerShell apply runs on Windows: prepare.ps1's launch, the
+// join and its cleanup, the joined and reset checks.
+func TestWindowsCommandsParse(t *testing.T) {
+	c, srv := loopback(t, func(cfg *transport.Config) { cfg.OS = provision.Windows })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, cmd := range []string{windowsPrepareCommand, transport.NativeCommand(windowsKubeadm, "join", "--config", windowsJoinFile),
+		"Remove-Item -Force -ErrorAction SilentlyContinue " + transport.PSQuote(windowsJoinFile), windowsJoinedCheck, windowsResetScript, windowsResetDetach()} {
+		if _, err := c.Run(ctx, cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scripts := pwshtest.Decoded(t, srv.Commands())
+	if len(scripts) != 6 {
+		t.Fatalf("%d commands decoded, want 6", len(scripts))
+	}
+	pwshtest.Check(t, scripts...)
 }
