@@ -99,6 +99,12 @@ func Parse(file string, data []byte) *Result {
 			add(1, "", "the file is empty; want a hybridctl.dev/v1alpha1 Cluster (try 'hybridctl init')")
 		} else if line, col, ok := indentTab(data, err); ok {
 			add(line, "", fmt.Sprintf("invalid YAML: a tab character at line %d, column %d: YAML indents with spaces only; replace the tab with spaces", line, col))
+		} else if line, msg := yamlErrorLine(err); line > 0 {
+			if bad, indent, levels, ok := misIndented(data, line, err); ok {
+				add(bad, "", fmt.Sprintf("%s: this line is indented %d spaces, which matches no enclosing level (%s)", msg, indent, levels))
+			} else {
+				add(line, "", msg)
+			}
 		} else {
 			line, msg := yamlErrorLine(err)
 			add(line, "", msg)
@@ -189,6 +195,83 @@ func indentTab(data []byte, err error) (line, col int, ok bool) {
 		}
 	}
 	return 0, 0, false
+}
+
+// misIndented finds the line a block-structure error of the YAML decoder
+// comes from. yaml.v3 reports such an error at the start of the enclosing
+// mapping (a key mis-indented on line 55 is reported at line 17); this
+// follows the indentation from there and returns the first line indented
+// deeper than its block without a key that opens one, or between two
+// levels. It is a heuristic, used only when the decoder failed and only
+// for a line at or after the decoder's; otherwise ok is false and the
+// decoder's line stands.
+func misIndented(data []byte, from int, err error) (line, indent int, levels string, ok bool) {
+	m := err.Error()
+	if !strings.Contains(m, "did not find expected key") && !strings.Contains(m, "mapping values are not allowed") && !strings.Contains(m, "did not find expected '-' indicator") {
+		return 0, 0, "", false
+	}
+	stack := []int{0}
+	opens := true // the previous line opens a block (the document start does)
+	scalarAt := -1
+	for n, l := range strings.Split(string(data), "\n") {
+		t := strings.TrimLeft(l, " ")
+		i := len(l) - len(t)
+		if scalarAt >= 0 {
+			if t == "" || i > scalarAt {
+				continue // inside a block scalar (| or >)
+			}
+			scalarAt = -1
+		}
+		if t == "" || strings.HasPrefix(t, "#") || t == "---" {
+			continue
+		}
+		code := t
+		if k := strings.Index(code, " #"); k >= 0 {
+			code = code[:k]
+		}
+		if strings.ContainsRune(code, '\t') || strings.Count(code, `"`)%2 != 0 || strings.Count(code, "'")%2 != 0 ||
+			strings.Count(code, "[") != strings.Count(code, "]") || strings.Count(code, "{") != strings.Count(code, "}") {
+			return 0, 0, "", false // tabs, strings or flow collections over several lines: do not guess
+		}
+		top := stack[len(stack)-1]
+		switch {
+		case opens && i > top:
+			stack = append(stack, i)
+		default:
+			for len(stack) > 1 && stack[len(stack)-1] > i {
+				stack = stack[:len(stack)-1]
+			}
+			if stack[len(stack)-1] != i {
+				if n+1 < from {
+					return 0, 0, "", false
+				}
+				lv := make([]string, len(stack))
+				for k, x := range stack {
+					lv[k] = strconv.Itoa(x)
+				}
+				if i > top {
+					lv = append(lv[:0:0], strconv.Itoa(top))
+					return n + 1, i, "the line before it is at " + lv[0] + " and opens no block", true
+				}
+				return n + 1, i, "enclosing levels are at " + strings.Join(lv, ", ") + " spaces", true
+			}
+		}
+		content := t
+		for strings.HasPrefix(content, "- ") {
+			// A list item: its content is a level of its own.
+			i += 2
+			content = strings.TrimLeft(content[2:], " ")
+			stack = append(stack, i)
+		}
+		if k := strings.Index(content, " #"); k >= 0 {
+			content = strings.TrimSpace(content[:k])
+		}
+		opens = strings.HasSuffix(content, ":") || content == "-"
+		if strings.HasSuffix(content, "|") || strings.HasSuffix(content, ">") || strings.HasSuffix(content, "|-") || strings.HasSuffix(content, ">-") {
+			scalarAt = i
+		}
+	}
+	return 0, 0, "", false
 }
 
 func yamlErrorLine(err error) (int, string) {

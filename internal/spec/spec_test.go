@@ -326,3 +326,35 @@ func TestTabIsNamed(t *testing.T) {
 		t.Errorf("want the tab at line %d column 3, got %s", want, d)
 	}
 }
+
+// TestMisIndentedKeyLine: a key indented wrongly is reported at its own
+// line; yaml.v3 alone reports the start of the enclosing mapping (line 17
+// for the lab's line 55). Deeper, shallower and between two levels, in a
+// mapping and in a list item, after quoted values.
+func TestMisIndentedKeyLine(t *testing.T) {
+	lab := mustRead(t, "../../examples/lab.yaml")
+	lines := strings.Split(lab, "\n")
+	find := func(s string) int {
+		for i, l := range lines {
+			if l == s {
+				return i
+			}
+		}
+		t.Fatalf("examples/lab.yaml has no line %q", s)
+		return 0
+	}
+	for _, c := range []struct{ line, bad string }{
+		{"    encapsulation: VXLAN", "      encapsulation: VXLAN"},
+		{"    encapsulation: VXLAN", "   encapsulation: VXLAN"},
+		{"    encapsulation: VXLAN", "     encapsulation: VXLAN"},
+		{"    address: 192.168.10.26", "      address: 192.168.10.26"},
+		{"    address: 192.168.10.25", "       address: 192.168.10.25"},
+	} {
+		i := find(c.line)
+		src := append(append(append([]string{}, lines[:i]...), c.bad), lines[i+1:]...)
+		r := Parse("lab.yaml", []byte(strings.Join(src, "\n")))
+		if len(r.Diagnostics) != 1 || r.Diagnostics[0].Line != i+1 {
+			t.Errorf("%q on line %d: got\n%s", c.bad, i+1, diagText(r.Diagnostics))
+		}
+	}
+}
