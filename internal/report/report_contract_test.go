@@ -303,6 +303,19 @@ func TestTableGroupsBySeverity(t *testing.T) {
 	idx("dir/a.yaml:0 DaemonSet kube-system/ds")
 	idx("fix: f2")
 	idx("CRD absent")
+	if strings.Contains(out, "INPUT") {
+		t.Errorf("an INPUT section without input diagnostics:\n%s", out)
+	}
+	// A severity with no findings has no section.
+	only := sample()
+	only.Findings = only.Findings[1:2]
+	b.Reset()
+	if err := Table(&b, only, 1); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.String(); strings.Contains(s, "ERROR (") || strings.Contains(s, "INFO (") || !strings.Contains(s, "WARNING (1)") {
+		t.Errorf("sections for a single warning:\n%s", s)
+	}
 }
 
 // failingWriter fails after n bytes.
