@@ -382,7 +382,7 @@ func Derive(c *spec.Cluster, warnings spec.Diagnostics) (*Plan, error) {
 	}
 	if p.Registry != nil {
 		p.Warnings = append(p.Warnings, Warning{Check: "P003 operator-image", Path: "spec.images.registry",
-			Message: fmt.Sprintf("mirror the Tigera operator too: the image Calico %s's tigera-operator.yaml names, as %s/tigera/operator:TAG; apply points the manifest at the registry", p.Calico.Version, p.Registry.Prefix)})
+			Message: fmt.Sprintf("mirror the Tigera operator too: the image Calico %s's tigera-operator.yaml names, as %s/tigera/operator:TAG, and point the image in tigera-operator.yaml at it (apply does not rewrite it yet)", p.Calico.Version, p.Registry.Prefix)})
 	}
 	p.Ports = portsOf(hasWindows, port, s.Calico)
 	p.DNSRecords = dnsRecordsOf(p, host)

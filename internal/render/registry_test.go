@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hybridctl/hybridctl/internal/plan"
+	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
 const testCA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
@@ -130,4 +131,33 @@ func TestKubeadmImagesMatchPlan(t *testing.T) {
 			t.Errorf("kubeadm pulls:\n%s\nthe plan lists:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	}
+}
+
+// TestKubeadmValidateOffline: the real kubeadm accepts the rendered files of
+// examples/lab-linux.yaml (a registry, cgroup v1 allowed: failCgroupV1 false
+// and SystemVerification ignored on init and join).
+func TestKubeadmValidateOffline(t *testing.T) {
+	kubeadm := kubeadmBinary(t)
+	b, err := os.ReadFile("../../examples/lab-linux.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := spec.Parse("lab-linux.yaml", b)
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	p := planOf(t, r.Cluster)
+	files := mustRender(t, p, Options{})
+	cfg := files["cluster/kubeadm-config.yaml"].Data
+	for _, s := range []string{"failCgroupV1: false", "- SystemVerification", "imageRepository: 192.168.10.1:5000\n"} {
+		if !strings.Contains(string(cfg), s) {
+			t.Errorf("kubeadm-config.yaml lacks %q", s)
+		}
+	}
+	kubeadmValidate(t, kubeadm, "kubeadm-config.yaml", cfg)
+	join := fillSecrets(files["nodes/k8s-lab-node-1/join.yaml"].Data)
+	if !strings.Contains(string(join), "- SystemVerification") {
+		t.Errorf("join.yaml lacks the SystemVerification exception")
+	}
+	kubeadmValidate(t, kubeadm, "join.yaml", join)
 }

@@ -96,12 +96,24 @@ step "package lists"
 # A fresh image's lists may be missing or stale: update before the first
 # install.
 apt-get update -qq
-step "chrony with ${NTP_SERVERS[*]}"
-apt-get install -y -qq chrony >/dev/null
-for s in "${NTP_SERVERS[@]}"; do printf 'server %s iburst\n' "$s"; done \
-	| if install_file 644 /etc/chrony/sources.d/hybridctl.sources; then
-		chronyc reload sources >/dev/null || systemctl restart chrony
+# The capabilities this host may hold (CapBnd): a container may lack
+# CAP_SYS_TIME (25: no clock to set) or CAP_SYS_RESOURCE (24: no OOM score
+# to lower).
+capbnd=$((16#$(awk '/^CapBnd:/ {print $2}' /proc/self/status)))
+has_cap() { (( (capbnd >> $1) & 1 )); }
+if has_cap 25; then
+	step "chrony with ${NTP_SERVERS[*]}"
+	apt-get install -y -qq chrony >/dev/null
+	for s in "${NTP_SERVERS[@]}"; do printf 'server %s iburst\n' "$s"; done \
+		| if install_file 644 /etc/chrony/sources.d/hybridctl.sources; then
+			chronyc reload sources >/dev/null || systemctl restart chrony
+		fi
+else
+	step "time sync: checked, not configured (no CAP_SYS_TIME: the host sets the clock)"
+	if [[ "$(timedatectl show -p NTPSynchronized --value 2>/dev/null || true)" != yes ]]; then
+		printf '  warning: the clock is not marked synchronised; the host that runs this container must keep it in sync\n' >&2
 	fi
+fi
 
 step "containerd (SystemdCgroup = true, sandbox $SANDBOX_IMAGE)"
 apt-get install -y -qq containerd >/dev/null
@@ -111,8 +123,15 @@ if [[ "${have#v}" != "$CONTAINERD_VERSION" ]]; then
 fi
 mkdir -p /etc/containerd
 sandbox_sed=$(printf '%s' "$SANDBOX_IMAGE" | sed -e 's/[\\|&]/\\&/g')
+# Without CAP_SYS_RESOURCE runc cannot lower a container's OOM score: every
+# sandbox would fail ("failed to update /proc/self/oom_score_adj").
+oom_sed=()
+if ! has_cap 24; then
+	printf '  no CAP_SYS_RESOURCE: containerd gets restrict_oom_score_adj = true\n'
+	oom_sed=(-e 's/^([[:space:]]*)restrict_oom_score_adj = .*/\1restrict_oom_score_adj = true/')
+fi
 containerd config default \
-	| sed -E -e 's/^([[:space:]]*)SystemdCgroup = .*/\1SystemdCgroup = true/' \
+	| sed -E -e 's/^([[:space:]]*)SystemdCgroup = .*/\1SystemdCgroup = true/' "${oom_sed[@]}" \
 		-e "s|^([[:space:]]*)sandbox = .*|\\1sandbox = '${sandbox_sed}'|" \
 		-e "s|^([[:space:]]*)sandbox_image = .*|\\1sandbox_image = '${sandbox_sed}'|" \
 	| if install_file 644 /etc/containerd/config.toml; then
