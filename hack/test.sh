@@ -38,7 +38,7 @@ fi
 
 if command -v shellcheck >/dev/null 2>&1; then
 	echo "== shellcheck"
-	shellcheck .ci/run hack/test.sh hack/install-deps.sh hack/testenv/testenv hack/lab/lab bench/*.sh
+	shellcheck .ci/run hack/*.sh hack/testenv/testenv hack/lab/lab bench/*.sh
 fi
 
 echo "== go vet"
