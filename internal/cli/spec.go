@@ -50,10 +50,6 @@ func (f *specFlags) add(cmd *cobra.Command) {
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml")
 }
 
-// given reports whether a spec is to be read: always, unless optional and
-// -f was not given.
-func (f *specFlags) given() bool { return f.file != "" }
-
 // load reads and validates the spec. Diagnostics (errors and warnings) of an
 // invalid spec are printed to errOut one per line, compiler style, and the
 // returned error is a silent exit 1. I/O errors are exit 3.
