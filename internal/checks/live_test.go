@@ -270,6 +270,12 @@ func TestLiveBroken(t *testing.T) {
 	res, _ := liveRun(t, env.AdminConfig(), checks.Options{})
 	expectFindings(t, res, append([]string{
 		"HC101 DaemonSet monitoring/ne-prometheus-node-exporter",
+		// k8s-lab-win-2 has no taint (HC201), so the lab's hello, which
+		// relies on the taint instead of an OS selector, can land there:
+		// the Deployment and its two running pods.
+		"HC102 Deployment demo/hello",
+		"HC102 Pod demo/hello-55fb8f8684-69mvv",
+		"HC102 Pod demo/hello-55fb8f8684-nztv2",
 		"HC105 Deployment win-demo/legacy",
 		"HC106 RuntimeClass windows-2022",
 		"HC201 Node k8s-lab-win-2",
