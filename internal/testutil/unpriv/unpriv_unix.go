@@ -61,7 +61,14 @@ func Run(t *testing.T) bool {
 		t.Fatal(err)
 	}
 	cmd := exec.CommandContext(t.Context(), bin, "-test.run", "^"+regexp.QuoteMeta(t.Name())+"$", "-test.v", "-test.count=1")
-	cmd.Dir = wd
+	// The child starts in the package directory when nobody can reach it
+	// (as in a normal clone), else in its own temporary directory (a clone
+	// under /root, a 0700 temporary directory): the tests that use this do
+	// not read files relative to the package.
+	cmd.Dir = tmp
+	if reachableByOthers(wd) {
+		cmd.Dir = wd
+	}
 	cmd.Env = append(os.Environ(), EnvChild+"=1", "HOME="+tmp, "TMPDIR="+tmp, "XDG_CACHE_HOME="+tmp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: Nobody, Gid: Nobody}}
 	out, err := cmd.CombinedOutput()
@@ -73,6 +80,20 @@ func Run(t *testing.T) bool {
 		t.Fatalf("unpriv: the child did not report %s as passed", t.Name())
 	}
 	return false
+}
+
+// reachableByOthers reports whether every directory from / to dir lets
+// other users through (the x bit for others).
+func reachableByOthers(dir string) bool {
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if filepath.Dir(d) == d {
+			return true
+		}
+	}
 }
 
 func copyExecutable(src, dst string) error {
