@@ -177,6 +177,10 @@ func ApplyWithRetry(ctx context.Context, client kubernetes.Interface, csr *certv
 			return rv, fmt.Errorf("CertificateSigningRequest %s was decided by someone else meanwhile", csr.Name)
 		}
 		csr = fresh
+		// Re-read the Node too: the caller's getter may hold the Node as it
+		// was at the first review (APINodeGetter caches for one run), and
+		// what changed meanwhile may be the Node.
+		getNode = APINodeGetter(client)
 		rv = ReviewCSR(ctx, csr, getNode, opts)
 	}
 }

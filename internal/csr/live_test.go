@@ -666,10 +666,9 @@ func TestApplyWithRetryDisagreeingReview(t *testing.T) {
 	if _, err := csrs.Update(ctx, fresh, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// A fresh getter: APINodeGetter caches each Node for one run, so the
-	// node's change is seen by a getter that has not read it yet (the
-	// --watch controller reads Nodes from its informer).
-	out, err := ApplyWithRetry(ctx, admin, stale, rv, APINodeGetter(admin), Options{})
+	// The same getter as the first review, which cached the Node as it was:
+	// the retry must read the Node again.
+	out, err := ApplyWithRetry(ctx, admin, stale, rv, getNode, Options{})
 	if err == nil || !strings.Contains(err.Error(), "changed while it was reviewed; it would now be denied") {
 		t.Fatalf("want the disagreement reported, got %v", err)
 	}
