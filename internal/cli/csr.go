@@ -250,7 +250,7 @@ func (o *csrApproveOptions) runOnce(ctx context.Context, s Streams, client kuber
 			}
 		}
 		if act && !o.dryRun {
-			rv2, err := csr.ApplyWithRetry(ctx, client, c, rv, getNode, opts)
+			rv2, err := csr.ApplyWithRetry(ctx, client, c, rv, opts)
 			if err != nil {
 				apiErrs = append(apiErrs, err)
 				out.Decision = csr.LeavePending

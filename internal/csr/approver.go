@@ -155,8 +155,9 @@ type Outcome struct {
 // re-reads it, skips it if someone else decided it, and otherwise reviews it
 // again and retries, a few times. It never writes a decision other than the
 // one it was given (a person may have confirmed that one): if the new review
-// disagrees, it writes nothing and says so.
-func ApplyWithRetry(ctx context.Context, client kubernetes.Interface, csr *certv1.CertificateSigningRequest, rv *Review, getNode NodeGetter, opts Options) (*Review, error) {
+// disagrees, it writes nothing and says so. The re-review reads the Node
+// from the API again, so a Node changed meanwhile is seen.
+func ApplyWithRetry(ctx context.Context, client kubernetes.Interface, csr *certv1.CertificateSigningRequest, rv *Review, opts Options) (*Review, error) {
 	confirmed := rv.Decision
 	for attempt := 0; ; attempt++ {
 		if rv.Decision != confirmed {
@@ -177,10 +178,9 @@ func ApplyWithRetry(ctx context.Context, client kubernetes.Interface, csr *certv
 			return rv, fmt.Errorf("CertificateSigningRequest %s was decided by someone else meanwhile", csr.Name)
 		}
 		csr = fresh
-		// Re-read the Node too: the caller's getter may hold the Node as it
-		// was at the first review (APINodeGetter caches for one run), and
-		// what changed meanwhile may be the Node.
-		getNode = APINodeGetter(client)
-		rv = ReviewCSR(ctx, csr, getNode, opts)
+		// Re-read the Node too, not through the getter of the first review:
+		// that one may hold the Node as it was then (APINodeGetter caches
+		// for one run), and what changed meanwhile may be the Node.
+		rv = ReviewCSR(ctx, csr, APINodeGetter(client), opts)
 	}
 }

@@ -291,7 +291,7 @@ func TestAdversarialCorpus(t *testing.T) {
 			opts.Inventory = corpusSpec
 		}
 		rv := ReviewCSR(ctx, c, getNode, opts)
-		if _, err := ApplyWithRetry(ctx, admin, c, rv, getNode, opts); err != nil {
+		if _, err := ApplyWithRetry(ctx, admin, c, rv, opts); err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
@@ -351,7 +351,7 @@ func TestNodeNotRegisteredYet(t *testing.T) {
 	}
 	registerNode(t, ctx, admin, node, hostname(node), internalIP("192.168.10.31"))
 	rv = ReviewCSR(ctx, c, APINodeGetter(admin), Options{})
-	if _, err := ApplyWithRetry(ctx, admin, c, rv, APINodeGetter(admin), Options{}); err != nil {
+	if _, err := ApplyWithRetry(ctx, admin, c, rv, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, msg := decisionOf(t, ctx, admin, c.Name); got != Approve {
@@ -595,7 +595,7 @@ func TestApplyWithRetryOnConflict(t *testing.T) {
 	if _, err := Apply(ctx, admin, stale, rv); !apierrors.IsConflict(err) {
 		t.Fatalf("writing with the stale object: %v, want a conflict (else this test proves nothing)", err)
 	}
-	if _, err := ApplyWithRetry(ctx, admin, stale, rv, getNode, Options{}); err != nil {
+	if _, err := ApplyWithRetry(ctx, admin, stale, rv, Options{}); err != nil {
 		t.Fatalf("after a label change: %v", err)
 	}
 	if got, msg := decisionOf(t, ctx, admin, stale.Name); got != Approve {
@@ -613,7 +613,7 @@ func TestApplyWithRetryOnConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	rv = ReviewCSR(ctx, stale, getNode, Options{})
-	if _, err := ApplyWithRetry(ctx, admin, stale, rv, getNode, Options{}); err == nil || !strings.Contains(err.Error(), "decided by someone else") {
+	if _, err := ApplyWithRetry(ctx, admin, stale, rv, Options{}); err == nil || !strings.Contains(err.Error(), "decided by someone else") {
 		t.Fatalf("CSR denied by someone else meanwhile: %v", err)
 	}
 	if got, msg := decisionOf(t, ctx, admin, stale.Name); got != Deny || !strings.HasPrefix(msg, "SomeoneElse") {
@@ -666,9 +666,9 @@ func TestApplyWithRetryDisagreeingReview(t *testing.T) {
 	if _, err := csrs.Update(ctx, fresh, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The same getter as the first review, which cached the Node as it was:
-	// the retry must read the Node again.
-	out, err := ApplyWithRetry(ctx, admin, stale, rv, getNode, Options{})
+	// The first review's getter cached the Node as it was: the retry must
+	// read the Node again.
+	out, err := ApplyWithRetry(ctx, admin, stale, rv, Options{})
 	if err == nil || !strings.Contains(err.Error(), "changed while it was reviewed; it would now be denied") {
 		t.Fatalf("want the disagreement reported, got %v", err)
 	}

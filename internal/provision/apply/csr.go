@@ -149,7 +149,7 @@ func (p *approveCSRsPhase) round(ctx context.Context, client kubernetes.Interfac
 		case csr.Deny:
 			denied = append(denied, fmt.Sprintf("%s from %s: %s", c.Name, node, strings.Join(rv.Reasons(), "; ")))
 		}
-		if _, err := csr.ApplyWithRetry(ctx, client, c, rv, getNode, opts); err != nil {
+		if _, err := csr.ApplyWithRetry(ctx, client, c, rv, opts); err != nil {
 			return nil, nil, nil, err
 		}
 		if rv.Decision == csr.Approve {
