@@ -60,7 +60,7 @@ func Artifacts() []Artifact {
 		switch p {
 		case "dhcp", "host-local", "static":
 			dir = "ipam"
-		case "bandwidth", "firewall", "portmap", "sbr", "tuning":
+		case "bandwidth", "firewall", "portmap", "sbr", "tuning", "vrf":
 			dir = "meta"
 		}
 		cniPkgs = append(cniPkgs, "github.com/containernetworking/plugins/plugins/"+dir+"/"+p)
