@@ -74,6 +74,8 @@ say "lab up"
 "$lab" down -f "$spec" >/dev/null 2>&1 || true
 "$lab" up -f "$spec"
 "$lab" push -f "$spec" >/dev/null
+say "the bundle"
+"$lab" bundle -f "$spec" >/dev/null
 
 read -r -a flags <<<"$("$lab" flags -f "$spec")"
 read -r -a reset_flags <<<"$("$lab" flags -f "$spec" --for reset)"

@@ -105,6 +105,9 @@ type Builder struct {
 	Cache string    // CacheDir()
 	Root  string    // the repository root (for hack/testenv and cmd/hybridctl)
 	Log   io.Writer // progress lines
+
+	// pathOf replaces Path in tests (LayoutBundle's inputs).
+	pathOf func(ctx context.Context, file string) (string, error)
 }
 
 // NewBuilder finds the cache and the repository root (the directory above

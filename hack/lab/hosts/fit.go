@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/hybridctl/hybridctl/hack/lab/artifacts"
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/spec"
 )
@@ -67,6 +68,10 @@ func FromSpec(r *spec.Result, dir, cache string) (*Lab, error) {
 	lab := &Lab{
 		Name: c.Metadata.Name, Dir: dir, CacheDir: cache,
 		Network: network, Gateway: gw, DNSSuffix: p.DNSSuffix, MTU: p.NodeNetwork.MTU,
+		Versions: artifacts.BundleVersions{
+			Kubernetes: c.Spec.KubernetesVersion, Containerd: c.Spec.Containerd.Version, Runc: c.Spec.Runc.Version,
+			CNIPlugins: c.Spec.CNIPlugins.Version, Crictl: c.Spec.Crictl.Version,
+		},
 	}
 	if err := validName(lab.Name); err != nil {
 		add("metadata.name", "the lab names its directory and cgroups after the cluster: %v", err)
@@ -83,6 +88,17 @@ func FromSpec(r *spec.Result, dir, cache string) (*Lab, error) {
 	for _, s := range p.NodeNetwork.NTPServers {
 		if a, err := netip.ParseAddr(s); err == nil && a != gw {
 			add("spec.network.ntpServers", "%s is not the gateway %s: the lab's nodes reach nothing else", s, gw)
+		}
+	}
+	for _, v := range []struct{ path, got, want string }{
+		{"spec.kubernetesVersion", c.Spec.KubernetesVersion, artifacts.KubernetesVersion},
+		{"spec.containerd.version", c.Spec.Containerd.Version, artifacts.ContainerdVersion},
+		{"spec.runc.version", c.Spec.Runc.Version, artifacts.RuncVersion},
+		{"spec.cniPlugins.version", c.Spec.CNIPlugins.Version, artifacts.CNIPluginsVersion},
+		{"spec.crictl.version", c.Spec.Crictl.Version, artifacts.CrictlVersion},
+	} {
+		if v.got != v.want {
+			add(v.path, "the lab's bundle holds what it builds, version %s, not %q", v.want, v.got)
 		}
 	}
 	if !c.Spec.AllowCgroupV1 && cgroupV1() {

@@ -135,6 +135,24 @@ spec:
 			t.Errorf("%s %s: want one misfit at %s (line), got %v", c.registry, c.source, c.path, err)
 		}
 	}
+	// The versions the bundle holds: only those the lab builds.
+	if lab.Versions.Containerd != "2.2.2" || lab.Versions.Kubernetes != "v1.37.2" {
+		t.Errorf("versions %+v", lab.Versions)
+	}
+	for _, c := range []struct{ field, yaml string }{
+		{"spec.kubernetesVersion", "  kubernetesVersion: v1.37.1\n"},
+		{"spec.containerd.version", "  containerd: {version: 2.2.1}\n"},
+		{"spec.runc.version", "  runc: {version: 1.5.2}\n"},
+		{"spec.cniPlugins.version", "  cniPlugins: {version: 1.9.0}\n"},
+		{"spec.crictl.version", "  crictl: {version: 1.37.1}\n"},
+	} {
+		y := strings.Replace(fill("10.77.0.1", "10.77.0.1", "22"), "spec:\n", "spec:\n"+c.yaml, 1)
+		_, err := FromSpec(loadSpec(t, y), "/x/clusters/other", "/x")
+		var mf *MisfitError
+		if !errors.As(err, &mf) || len(mf.Misfits) != 1 || mf.Misfits[0].Path != c.field || mf.Misfits[0].Line != 5 {
+			t.Errorf("%s: want one misfit at line 5, got %v", c.field, err)
+		}
+	}
 	// An NTP server given by name is not an address off the bridge.
 	if _, err := FromSpec(loadSpec(t, fill("10.77.0.1", "ntp.test.lan", "22")), "/x/clusters/other", "/x"); err != nil {
 		t.Errorf("an NTP name is refused: %v", err)

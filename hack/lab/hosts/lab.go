@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/hybridctl/hybridctl/hack/lab/artifacts"
 )
 
 // RegistryPort is the port the lab registry listens on at the gateway.
@@ -50,6 +52,9 @@ type Lab struct {
 	MTU       int
 	Records   []Record
 	Nodes     []Node
+	// Versions are what the bundle holds (the spec's pinned versions,
+	// which FromSpec requires to be the ones the lab builds).
+	Versions artifacts.BundleVersions
 }
 
 // ID is the short hash that names the lab's bridge.

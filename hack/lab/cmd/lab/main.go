@@ -8,6 +8,7 @@
 //	lab flags -f SPEC [--for apply|reset]  the extra flags hybridctl needs
 //	lab kubeconfig -f SPEC   the admin kubeconfig's path
 //	lab check                what this machine lacks to run the lab
+//	lab bundle -f SPEC       lay the built binaries out as the spec's bundle
 //
 // Exit codes: 0 ok; 1 the spec does not fit, leftovers found or something
 // missing; 2 usage; 3 could not complete.
@@ -40,6 +41,7 @@ const usage = `usage: lab COMMAND [flags]
   kubeconfig -f SPEC      print the admin kubeconfig's path (once applied)
   check                   print what this machine lacks to run the lab
   push -f SPEC            build and push every image to the running lab's registry (its CA)
+  bundle -f SPEC          lay the built binaries out as SPEC's bundle (apply --bundle) and print its path
   podnet -f SPEC          print the lab's pod network manifest, its image in the lab registry
   build | list | path | images | podnet-manifest
                           the artifacts: binaries, images, pod network (docs/e2e.md)
@@ -210,6 +212,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		return artifacts.Run(ctx, []string{"images", "-f", *specPath, "--ca", lab.CACertPath()}, stdout, stderr)
+	case "bundle":
+		if err := needSpec(); err != nil {
+			return err
+		}
+		lab, err := loadLab(ctx, *specPath, cache, true)
+		if err != nil {
+			return err
+		}
+		b, err := artifacts.NewBuilder(stderr)
+		if err != nil {
+			return err
+		}
+		if err := b.LayoutBundle(ctx, lab.BundleDir(), lab.Versions); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, lab.BundleDir())
+		return nil
 	case "podnet":
 		if err := needSpec(); err != nil {
 			return err

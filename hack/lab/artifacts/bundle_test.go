@@ -1,0 +1,234 @@
+package artifacts
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+var labVersions = BundleVersions{Kubernetes: KubernetesVersion, Containerd: ContainerdVersion,
+	Runc: RuncVersion, CNIPlugins: CNIPluginsVersion, Crictl: CrictlVersion}
+
+// fakeBuilt writes a small distinct file per artifact file (a stand-in for
+// the built binaries, which take an hour to build) and a Builder that
+// finds them there.
+func fakeBuilt(t *testing.T) (*Builder, string, *bytes.Buffer) {
+	t.Helper()
+	src := t.TempDir()
+	for _, a := range Artifacts() {
+		for _, f := range a.Files {
+			if err := os.WriteFile(filepath.Join(src, f), []byte("#!/bin/sh\necho "+a.Name+"/"+f+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var log bytes.Buffer
+	b := &Builder{Cache: t.TempDir(), Log: &log, pathOf: func(_ context.Context, f string) (string, error) {
+		return filepath.Join(src, f), nil
+	}}
+	return b, src, &log
+}
+
+func listTar(t *testing.T, path string) []string {
+	t.Helper()
+	out, err := exec.Command("tar", "-tzvf", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tar -tzvf %s: %v\n%s", path, err, out)
+	}
+	var names []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(l)
+		// -rwxr-xr-x root/root 20 1970-01-01 00:00 bin/containerd
+		if f[1] != "root/root" && f[1] != "0/0" {
+			t.Errorf("%s: %s is owned by %s", path, f[len(f)-1], f[1])
+		}
+		names = append(names, f[0][:1]+" "+f[len(f)-1])
+	}
+	return names
+}
+
+func TestLayoutBundle(t *testing.T) {
+	b, src, log := fakeBuilt(t)
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "bundle")
+	if err := b.LayoutBundle(ctx, dir, labVersions); err != nil {
+		t.Fatal(err)
+	}
+	// The layout: upstream file names under linux-amd64/, SHA256SUMS
+	// sorted by path, listing every file and nothing else.
+	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, l := range strings.Split(strings.TrimSpace(string(sums)), "\n") {
+		paths = append(paths, l[66:])
+	}
+	want := []string{
+		"linux-amd64/cni-plugins-linux-amd64-v1.10.0.tgz",
+		"linux-amd64/containerd-2.2.2-linux-amd64.tar.gz",
+		"linux-amd64/crictl-v1.37.0-linux-amd64.tar.gz",
+		"linux-amd64/kubeadm", "linux-amd64/kubectl", "linux-amd64/kubelet",
+		"linux-amd64/runc.amd64",
+	}
+	if strings.Join(paths, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("SHA256SUMS lists\n%s\nwant\n%s", strings.Join(paths, "\n"), strings.Join(want, "\n"))
+	}
+	if !sort.StringsAreSorted(paths) {
+		t.Errorf("SHA256SUMS is not sorted by path")
+	}
+	// sha256sum(1) itself accepts it.
+	cmd := exec.Command("sha256sum", "--strict", "-c", "SHA256SUMS")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("sha256sum -c: %v\n%s", err, out)
+	}
+	if err := CheckSums(dir); err != nil {
+		t.Fatal(err)
+	}
+	// The tarballs are shaped like upstream's.
+	if got, want := strings.Join(listTar(t, filepath.Join(dir, "linux-amd64/containerd-2.2.2-linux-amd64.tar.gz")), ","),
+		"d bin/,- bin/containerd,- bin/containerd-shim-runc-v2,- bin/ctr"; got != want {
+		t.Errorf("containerd tarball: %s, want %s", got, want)
+	}
+	if got := listTar(t, filepath.Join(dir, "linux-amd64/crictl-v1.37.0-linux-amd64.tar.gz")); strings.Join(got, ",") != "- crictl" {
+		t.Errorf("crictl tarball: %v", got)
+	}
+	cni := listTar(t, filepath.Join(dir, "linux-amd64/cni-plugins-linux-amd64-v1.10.0.tgz"))
+	for _, p := range []string{"- ./bridge", "- ./host-local", "- ./loopback", "- ./portmap"} {
+		if !strings.Contains(strings.Join(cni, ","), p) {
+			t.Errorf("cni tarball lacks %s: %v", p, cni)
+		}
+	}
+	// What is extracted is the built file, byte for byte, executable.
+	x := t.TempDir()
+	if out, err := exec.Command("tar", "-C", x, "-xzf", filepath.Join(dir, "linux-amd64/containerd-2.2.2-linux-amd64.tar.gz")).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	got, _ := os.ReadFile(filepath.Join(x, "bin/ctr"))
+	orig, _ := os.ReadFile(filepath.Join(src, "ctr"))
+	if !bytes.Equal(got, orig) {
+		t.Errorf("bin/ctr extracted is %q, built %q", got, orig)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "linux-amd64/runc.amd64")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("runc.amd64: %v %v", fi, err)
+	}
+
+	// Unchanged inputs: kept as it is.
+	log.Reset()
+	if err := b.LayoutBundle(ctx, dir, labVersions); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "up to date") {
+		t.Errorf("second layout with the same inputs was not a no-op: %s", log)
+	}
+	// Deterministic: laid out again from scratch, the same sums.
+	dir2 := filepath.Join(t.TempDir(), "bundle")
+	if err := b.LayoutBundle(ctx, dir2, labVersions); err != nil {
+		t.Fatal(err)
+	}
+	if sums2, _ := os.ReadFile(filepath.Join(dir2, "SHA256SUMS")); !bytes.Equal(sums, sums2) {
+		t.Errorf("two layouts of the same binaries differ:\n%s\n%s", sums, sums2)
+	}
+	// A rebuilt binary makes a new bundle.
+	if err := os.WriteFile(filepath.Join(src, "containerd"), []byte("rebuilt, longer than before\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log.Reset()
+	if err := b.LayoutBundle(ctx, dir, labVersions); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(log.String(), "up to date") {
+		t.Errorf("a changed containerd kept the old bundle")
+	}
+	if sums3, _ := os.ReadFile(filepath.Join(dir, "SHA256SUMS")); bytes.Equal(sums, sums3) {
+		t.Errorf("a changed containerd gave the same sums")
+	}
+	// A damaged bundle is laid out again even with the same inputs.
+	if err := os.WriteFile(filepath.Join(dir, "linux-amd64/kubelet"), []byte("damaged"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log.Reset()
+	if err := b.LayoutBundle(ctx, dir, labVersions); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(log.String(), "up to date") || CheckSums(dir) != nil {
+		t.Errorf("a damaged bundle was kept: %s", log)
+	}
+	if left, _ := filepath.Glob(dir + ".new-*"); len(left) > 0 {
+		t.Errorf("temporary directories left: %v", left)
+	}
+}
+
+func TestCheckSums(t *testing.T) {
+	b, _, _ := fakeBuilt(t)
+	dir := filepath.Join(t.TempDir(), "bundle")
+	if err := b.LayoutBundle(context.Background(), dir, labVersions); err != nil {
+		t.Fatal(err)
+	}
+	// One changed byte.
+	p := filepath.Join(dir, "linux-amd64/kubectl")
+	data, _ := os.ReadFile(p)
+	data[0] ^= 1
+	if err := os.WriteFile(p, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckSums(dir); err == nil || !strings.Contains(err.Error(), "linux-amd64/kubectl") {
+		t.Errorf("a changed kubectl: %v", err)
+	}
+	data[0] ^= 1
+	if err := os.WriteFile(p, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckSums(dir); err != nil {
+		t.Fatalf("restored: %v", err)
+	}
+	// A file SHA256SUMS does not list.
+	extra := filepath.Join(dir, "linux-amd64/extra")
+	if err := os.WriteFile(extra, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckSums(dir); err == nil || !strings.Contains(err.Error(), "extra") {
+		t.Errorf("an unlisted file: %v", err)
+	}
+	os.Remove(extra)
+	// A malformed line names its line.
+	sums := filepath.Join(dir, "SHA256SUMS")
+	orig, _ := os.ReadFile(sums)
+	if err := os.WriteFile(sums, append(orig, "abc  x\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckSums(dir); err == nil || !strings.Contains(err.Error(), "SHA256SUMS:8") {
+		t.Errorf("a short sum on line 8: %v", err)
+	}
+}
+
+func TestBundleVersions(t *testing.T) {
+	b, _, _ := fakeBuilt(t)
+	for _, c := range []struct {
+		field string
+		mod   func(*BundleVersions)
+	}{
+		{"spec.kubernetesVersion", func(v *BundleVersions) { v.Kubernetes = "v1.37.1" }},
+		{"spec.containerd.version", func(v *BundleVersions) { v.Containerd = "2.2.1" }},
+		{"spec.runc.version", func(v *BundleVersions) { v.Runc = "1.5.2" }},
+		{"spec.cniPlugins.version", func(v *BundleVersions) { v.CNIPlugins = "1.9.0" }},
+		{"spec.crictl.version", func(v *BundleVersions) { v.Crictl = "1.36.0" }},
+	} {
+		v := labVersions
+		c.mod(&v)
+		dir := filepath.Join(t.TempDir(), "bundle")
+		err := b.LayoutBundle(context.Background(), dir, v)
+		if err == nil || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s changed: %v", c.field, err)
+		}
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("%s changed: a bundle was laid out", c.field)
+		}
+	}
+}
