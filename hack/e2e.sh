@@ -4,10 +4,11 @@
 # lab's pod network where Calico would go), asserts the cluster through the
 # API and over SSH, resets it and removes the lab.
 #
-#   hack/e2e.sh [-f SPEC] [--keep]
+#   hack/e2e.sh [-f SPEC] [--keep] [--no-build]
 #
 # SPEC defaults to examples/lab-linux.yaml; --keep leaves the cluster up
-# after the assertions (remove it with: hack/lab/lab down -f SPEC).
+# after the assertions (remove it with: hack/lab/lab down -f SPEC);
+# --no-build uses the artifacts already built (while a `lab build` runs).
 # Root and Linux only; HYBRIDCTL_E2E=skip skips it (for contributors; CI
 # never sets it). Exit 0 passed, 1 an assertion failed, 2 usage, 3 the lab
 # could not run.
@@ -17,12 +18,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 spec=examples/lab-linux.yaml
 keep=0
+build=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-f) [ $# -ge 2 ] || { echo "e2e: -f needs a spec" >&2; exit 2; }; spec=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
-	-h | --help) sed -n '2,14p' "$0"; exit 0 ;;
-	*) echo "e2e: unknown argument $1 (usage: hack/e2e.sh [-f SPEC] [--keep])" >&2; exit 2 ;;
+	--no-build) build=0; shift ;;
+	-h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+	*) echo "e2e: unknown argument $1 (usage: hack/e2e.sh [-f SPEC] [--keep] [--no-build])" >&2; exit 2 ;;
 	esac
 done
 
@@ -32,15 +35,29 @@ if [ "${HYBRIDCTL_E2E:-}" = skip ]; then
 fi
 
 lab=hack/lab/lab
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/hybridctl/lab"
+cache="${HYBRIDCTL_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hybridctl/lab}"
 if ! "$lab" check; then
 	echo "e2e: the lab cannot run on this machine (see above); HYBRIDCTL_E2E=skip skips the end-to-end test" >&2
 	exit 3
 fi
-command -v jq >/dev/null || { echo "e2e: jq is missing (hack/install-deps.sh installs it)" >&2; exit 3; }
+for t in jq ssh; do
+	command -v "$t" >/dev/null || { echo "e2e: $t is missing (hack/install-deps.sh installs it)" >&2; exit 3; }
+done
+mkdir -p "$cache"
+out=$(mktemp -d "$cache/e2e.XXXXXX")
 
 t0=$(date +%s)
+stage_t=$t0
+stages=()
 say() { printf '== e2e [%4ss] %s\n' "$(($(date +%s) - t0))" "$*"; }
+stage() { # stage NAME: ends the previous stage's timing, starts NAME's
+	local now
+	now=$(date +%s)
+	[ -z "${stage_name:-}" ] || stages+=("$(printf '%-34s %4ss' "$stage_name" "$((now - stage_t))")")
+	stage_name=$1
+	stage_t=$now
+	say "$1"
+}
 fails=0
 check() { # check DESCRIPTION COMMAND...: an assertion; the run goes on
 	if "${@:2}"; then
@@ -50,13 +67,21 @@ check() { # check DESCRIPTION COMMAND...: an assertion; the run goes on
 		fails=$((fails + 1))
 	fi
 }
+# events FILE: the JSON events of an apply as one readable line each.
+events() {
+	jq -r --unbuffered 'select(.type != "dry-run") |
+		"   [\(.sinceStartMs / 1000 | floor | tostring | (" " * (4 - length)) + .)s] \(.type) \(.phase // "") \(.host // "") \(.reason // .error // "")\(if .summary then " " + (.summary | tostring) else "" end)"'
+}
 
-say "build hybridctl and the lab's artifacts"
-bin="$cache/bin"
-mkdir -p "$bin"
-go build -o "$bin/hybridctl" ./cmd/hybridctl
-hybridctl="$bin/hybridctl"
-"$lab" build
+if [ "$build" = 1 ]; then
+	stage "build hybridctl and the lab's artifacts"
+	"$lab" build
+else
+	stage "the lab's artifacts as built (--no-build)"
+	"$lab" build hybridctl lab-programs
+fi
+hybridctl=$("$lab" path hybridctl)
+kubectl_bin=$("$lab" path kubectl)
 
 cleanup() {
 	local rc=$?
@@ -64,17 +89,18 @@ cleanup() {
 		say "kept: hack/lab/lab down -f $spec removes it"
 		return
 	fi
-	say "lab down"
+	say "lab down (after exit $rc); logs in $out"
 	"$lab" down -f "$spec" || rc=3
 	exit "$rc"
 }
 trap cleanup EXIT
 
-say "lab up"
+stage "lab up"
 "$lab" down -f "$spec" >/dev/null 2>&1 || true
 "$lab" up -f "$spec"
-"$lab" push -f "$spec" >/dev/null
-say "the bundle"
+stage "images into the lab registry"
+"$lab" push -f "$spec" >"$out/push.txt"
+stage "the bundle"
 "$lab" bundle -f "$spec" >/dev/null
 
 read -r -a flags <<<"$("$lab" flags -f "$spec")"
@@ -84,35 +110,85 @@ key=$(printf '%s\n' "${flags[@]}" | sed -n '/^--identity$/{n;p}')
 known=$(printf '%s\n' "${flags[@]}" | sed -n '/^--known-hosts$/{n;p}')
 plan=$("$hybridctl" plan -f "$spec" -o json)
 cluster=$(jq -r .cluster <<<"$plan")
-kubectl() { "$(hack/testenv/testenv path kubectl)" --kubeconfig "$kubeconfig" --context "$cluster" "$@"; }
-node_ssh() { # node_ssh NODE COMMAND
+kubectl() { "$kubectl_bin" --kubeconfig "$kubeconfig" --context "$cluster" "$@"; }
+node_ssh() { # node_ssh NODE COMMAND: COMMAND as root on the node
 	local addr user
 	addr=$(jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .address' <<<"$plan")
 	user=$(jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .ssh.user' <<<"$plan")
 	ssh -q -i "$key" -o UserKnownHostsFile="$known" -o StrictHostKeyChecking=yes -o BatchMode=yes \
 		-o ConnectTimeout=10 "$user@$addr" "sudo sh -c $(printf %q "$2")"
 }
-
-say "apply up to where Calico would go"
-"$hybridctl" apply -f "$spec" "${flags[@]}" \
-	--only preflight,preflight-cluster,linux-prepare,post-prepare,kubeadm-init,kubeconfig
-say "the lab's pod network instead of Calico"
-"$lab" podnet -f "$spec" | kubectl apply -f - >/dev/null
-say "apply again: it resumes"
-"$hybridctl" apply -f "$spec" "${flags[@]}" --skip-phases calico,calico-ready
-
-say "assertions"
+has_labels() { # has_labels NODE-JSON WANT-JSON: every wanted label on the node
+	# shellcheck disable=SC2016 # jq's own variables
+	jq -e --argjson want "$2" '.metadata.labels as $l | $want | to_entries | all($l[.key] == .value)' <<<"$1" >/dev/null
+}
 names=$(jq -r '.nodes[].name' <<<"$plan" | sort)
+workers=$(jq -r '.nodes[] | select(.role == "worker") | .name' <<<"$plan")
+victim=$(tail -n 1 <<<"$workers")
+# The phases before Calico's, from apply's own list (apply --help).
+before_calico=$("$hybridctl" apply --help | sed -n 's/^ *[0-9][0-9]*\. \([a-z-]*\) .*/\1/p' | sed '/^calico$/,$d' | paste -sd, -)
+if [[ "$before_calico" != *linux-prepare*kubeconfig* ]]; then
+	echo "e2e: cannot read apply's phase list from apply --help (got: $before_calico)" >&2
+	exit 3
+fi
+
+stage "apply up to where Calico would go ($victim's prepare killed halfway)"
+# -o json as automation would; the events go to a file and, readable, here.
+set +e
+"$hybridctl" apply -f "$spec" "${flags[@]}" --only "$before_calico" -o json >"$out/apply-1.json" &
+apply_pid=$!
+killed=0
+for _ in $(seq 1200); do # up to 10 minutes for prepare to start on the victim
+	if jq -e --arg h "$victim" 'select(.type == "start" and .phase == "linux-prepare" and .host == $h)' "$out/apply-1.json" >/dev/null 2>&1; then
+		sleep 5 # halfway through the script
+		node_ssh "$victim" "pkill -KILL -f '^bash /var/lib/hybridctl/prepare.sh'" && killed=1
+		break
+	fi
+	kill -0 "$apply_pid" 2>/dev/null || break
+	sleep 0.5
+done
+wait "$apply_pid"
+rc1=$?
+set -e
+events <"$out/apply-1.json"
+check "$victim's prepare was killed halfway" test "$killed" = 1
+check "the first apply fails (exit 1) for $victim only" \
+	test "$rc1:$(jq -r 'select(.type == "fail") | .host' "$out/apply-1.json" | sort -u | paste -sd, -)" = "1:$victim"
+check "kubeadm-init finished on the control plane regardless" \
+	test "$(jq -r 'select(.type == "done" and .phase == "kubeadm-init") | .host' "$out/apply-1.json" | wc -l)" = 1
+
+stage "apply again: $victim resumes"
+"$hybridctl" apply -f "$spec" "${flags[@]}" --only "$before_calico" -o json >"$out/apply-2.json" || true
+events <"$out/apply-2.json"
+check "the resumed apply completes" \
+	test "$(jq -r 'select(.type == "summary") | "\(.summary.failed) \(.summary.blocked)"' "$out/apply-2.json")" = "0 0"
+check "it reran prepare on $victim only" \
+	test "$(jq -r 'select(.type == "done" and .phase == "linux-prepare") | .host' "$out/apply-2.json" | paste -sd, -)" = "$victim"
+
+stage "the lab's pod network instead of Calico"
+"$lab" podnet -f "$spec" | kubectl apply -f - >/dev/null
+
+stage "apply the rest (skipping Calico's phases)"
+set +e
+"$hybridctl" apply -f "$spec" "${flags[@]}" --skip-phases calico,calico-ready -o json >"$out/apply-3.json"
+rc3=$?
+set -e
+events <"$out/apply-3.json"
+check "apply completes (exit $rc3)" test "$rc3" = 0
+
+stage "assertions"
 nodes=$(kubectl get nodes -o json)
 check "the nodes are the spec's: $(echo "$names" | tr '\n' ' ')" \
 	test "$(jq -r '.items[].metadata.name' <<<"$nodes" | sort)" = "$names"
 for n in $names; do
 	node=$(jq --arg n "$n" '.items[] | select(.metadata.name == $n)' <<<"$nodes")
-	check "$n Ready" test "$(jq -r '.status.conditions[] | select(.type == "Ready") | .status' <<<"$node")" = True
+	check "$n Ready" test "$(jq -r '.status.conditions[]? | select(.type == "Ready") | .status' <<<"$node")" = True
 	check "$n kubelet v1.37.2" test "$(jq -r .status.nodeInfo.kubeletVersion <<<"$node")" = v1.37.2
 	want=$(jq -c --arg n "$n" '[.nodes[] | select(.name == $n) | .taints[]? | {key, effect}] | sort' <<<"$plan")
 	got=$(jq -c '[.spec.taints[]? | {key, effect}] | sort' <<<"$node")
 	check "$n taints $want" test "$got" = "$want"
+	want=$(jq -c --arg n "$n" '.nodes[] | select(.name == $n) | .labels // {}' <<<"$plan")
+	check "$n labels $want" has_labels "$node" "$want"
 	role=$(jq -r --arg n "$n" '.nodes[] | select(.name == $n) | .role' <<<"$plan")
 	has_cp=$(jq -r '.metadata.labels | has("node-role.kubernetes.io/control-plane")' <<<"$node")
 	check "$n role $role" test "$has_cp" = "$([ "$role" = control-plane ] && echo true || echo false)"
@@ -123,11 +199,10 @@ check "every kubelet serving CSR approved by hybridctl" test "$(jq '[.items[] | 
 	| select(([.status.conditions[]? | select(.type == "Approved" and .reason == "HybridctlApproved")] | length) == 0)] | length' <<<"$csrs")" = 0
 check "a serving CSR per node" test "$(jq '[.items[] | select(.spec.signerName == "kubernetes.io/kubelet-serving") | .spec.username] | unique | length' <<<"$csrs")" = "$(wc -w <<<"$names")"
 
-workers=$(jq -r '.nodes[] | select(.role == "worker") | .name' <<<"$plan")
 domain=$(jq -r .dnsDomain <<<"$plan")
 kubectl -n demo rollout status deployment/hello --timeout=5m >/dev/null || true
 hello_image=$(kubectl -n demo get deployment hello -o jsonpath='{.spec.template.spec.containers[0].image}')
-hello_node=$(kubectl -n demo get pods -l app.kubernetes.io/name=hello -o jsonpath='{.items[0].spec.nodeName}' 2>/dev/null || true)
+hello_node=$(kubectl -n demo get pods -l app.kubernetes.io/name=hello --field-selector=status.phase=Running -o jsonpath='{.items[0].spec.nodeName}' 2>/dev/null || true)
 check "the check workload runs (on ${hello_node:-no node})" test -n "$hello_node"
 kubectl create namespace e2e --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 for w in $workers; do
@@ -137,6 +212,7 @@ kind: Pod
 metadata: {name: probe-$w, labels: {app: e2e-probe}}
 spec:
   nodeName: $w
+  terminationGracePeriodSeconds: 1
   containers:
   - {name: c, image: "$hello_image", args: [sleep]}
 EOF
@@ -157,30 +233,47 @@ for n in $(kubectl -n kube-system get pods -l k8s-app=kube-dns -o jsonpath='{.it
 	grep -qxF "$n" <<<"$workers" && on_worker=1
 done
 check "CoreDNS runs on a worker" test "$on_worker" = 1
+kubectl delete namespace e2e --wait=false >/dev/null
 
-say "the final doctor's findings"
-"$hybridctl" doctor --kubeconfig "$kubeconfig" --context "$cluster" -o json >"$cache/e2e-doctor.json" || true
-jq -r '.findings[]? | select(.severity != "ok") | "\(.check) \(.severity)"' "$cache/e2e-doctor.json" | sort -u >"$cache/e2e-doctor.txt"
-check "doctor reports exactly hack/e2e-doctor-expected.txt" diff -u hack/e2e-doctor-expected.txt "$cache/e2e-doctor.txt"
+stage "the final doctor's findings"
+"$hybridctl" doctor --kubeconfig "$kubeconfig" --context "$cluster" -o json --fail-on none >"$out/doctor.json" || true
+jq -r '.findings[]? | "\(.check) \(.name) \(.severity)"' "$out/doctor.json" | sort -u >"$out/doctor.txt"
+check "doctor reports exactly hack/e2e-doctor-expected.txt" diff -u hack/e2e-doctor-expected.txt "$out/doctor.txt"
 
-say "second apply changes nothing"
-"$hybridctl" apply -f "$spec" "${flags[@]}" --skip-phases calico,calico-ready -o json >"$cache/e2e-second-apply.json"
-check "second apply: nothing done" test "$(jq -s '[.[] | select(.type == "done")] | length' "$cache/e2e-second-apply.json")" = 0
+stage "second apply changes nothing"
+s=$(date +%s)
+"$hybridctl" apply -f "$spec" "${flags[@]}" --skip-phases calico,calico-ready -o json >"$out/apply-4.json" || true
+took=$(($(date +%s) - s))
+events <"$out/apply-4.json"
+check "second apply: nothing done, nothing failed" \
+	test "$(jq -s '[.[] | select(.type == "done" or .type == "fail" or .type == "blocked")] | length' "$out/apply-4.json")" = 0
+check "second apply finishes fast (${took}s, at most 120s)" test "$took" -le 120
 
 if [ "$keep" = 1 ]; then
+	stage "done"
+	printf '   %s\n' "${stages[@]}"
 	[ "$fails" = 0 ] || { say "$fails assertions failed"; exit 1; }
 	exit 0
 fi
 
-say "reset"
-"$hybridctl" reset -f "$spec" "${reset_flags[@]}" --yes
+stage "reset"
+set +e
+"$hybridctl" reset -f "$spec" "${reset_flags[@]}" --yes -o json >"$out/reset.json"
+rc=$?
+set -e
+events <"$out/reset.json"
+check "reset completes (exit $rc)" test "$rc" = 0
 for n in $names; do
-	check "$n clean after reset" node_ssh "$n" '! pgrep -x kubelet >/dev/null && [ ! -e /etc/kubernetes/kubelet.conf ] && [ ! -e /etc/kubernetes/manifests/kube-apiserver.yaml ]'
+	# shellcheck disable=SC2016 # runs on the node
+	check "$n clean after reset: no kubelet, no containers, nothing in /etc/kubernetes" node_ssh "$n" \
+		'! pgrep -x kubelet >/dev/null && [ -z "$(find /etc/kubernetes -type f 2>/dev/null)" ] && [ -z "$(ctr -n k8s.io containers ls -q 2>/dev/null)" ]'
 done
 
-say "lab down"
+stage "lab down"
 trap - EXIT
 "$lab" down -f "$spec"
 check "lab down leaves nothing" "$lab" leftovers -f "$spec"
-say "$fails assertions failed"
+stage "done"
+printf '   %s\n' "${stages[@]}"
+say "$fails assertions failed; logs in $out"
 [ "$fails" = 0 ]
