@@ -101,6 +101,9 @@ spec:
 	if lab.Name != "other" || len(lab.Nodes) != 2 || lab.Nodes[1].User != "deploy" || !lab.Nodes[0].ControlPlane {
 		t.Errorf("lab = %+v", lab)
 	}
+	if lab.APIEndpoint != "api.test.lan:6443" {
+		t.Errorf("API endpoint %q", lab.APIEndpoint)
+	}
 	if got := lab.Registry(); got != "10.77.0.1:5000" {
 		t.Errorf("registry %s", got)
 	}

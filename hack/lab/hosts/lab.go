@@ -55,6 +55,9 @@ type Lab struct {
 	// Versions are what the bundle holds (the spec's pinned versions,
 	// which FromSpec requires to be the ones the lab builds).
 	Versions artifacts.BundleVersions
+	// APIEndpoint is the spec's controlPlaneEndpoint (host:port), which the
+	// nodes resolve through the lab's DNS.
+	APIEndpoint string
 }
 
 // ID is the short hash that names the lab's bridge.

@@ -237,7 +237,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return artifacts.Run(ctx, []string{"podnet-manifest", "--image", lab.Registry() + "/hybridctl-lab/podnet:lab"}, stdout, stderr)
+		// The agent reaches the API server at the spec's endpoint (the lab's
+		// DNS knows it), not through kube-proxy's Service rules.
+		return artifacts.Run(ctx, []string{"podnet-manifest", "--image", lab.Registry() + "/hybridctl-lab/podnet:lab", "--api", lab.APIEndpoint}, stdout, stderr)
 	case "kubeconfig":
 		if err := needSpec(); err != nil {
 			return err
