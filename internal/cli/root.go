@@ -34,6 +34,7 @@ func commands(s Streams) []*cobra.Command {
 		newVersionCmd(s),
 		newDoctorCmd(s),
 		newLintCmd(s),
+		newSpecCmd(s),
 		newCompletionCmd(s),
 	}
 }

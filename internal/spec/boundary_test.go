@@ -135,14 +135,13 @@ func (c boundary) run(t *testing.T) {
 	t.Errorf("%s: want %s %s at %s, got:\n%s", c.name, c.sev, c.rule, c.path, diagText(r.Diagnostics))
 }
 
-// TestRuleBoundaries tests every numeric and length limit of Rules() at the
-// last accepted and the first refused value, and the numbers in the
-// messages.
-func TestRuleBoundaries(t *testing.T) {
+// boundaryCases are both sides of every numeric and length limit of
+// Rules(). TestSchemaAgreesWithRules runs them through the JSON Schema too.
+func boundaryCases() []boundary {
 	E, W := SeverityError, SeverityWarning
 	winName := "spec.nodes[3].name"
 	single := []any{node("k8s-lab-master-1", "control-plane", "linux", "192.168.10.23")}
-	cases := []boundary{
+	return []boundary{
 		// S301: a Windows computer name is at most 15 characters.
 		{"windows name 15", map[string]any{winName: "k8s-lab-win-123"}, "S301", "", "", nil},
 		{"windows name 16", map[string]any{winName: "k8s-lab-win-1234"}, "S301", E, winName, []string{`"k8s-lab-win-1234" is 16 characters`, "at most 15"}},
@@ -261,6 +260,13 @@ func TestRuleBoundaries(t *testing.T) {
 		{"cluster name 63", map[string]any{"metadata.name": strings.Repeat("c", 63)}, "S002", "", "", nil},
 		{"cluster name 64", map[string]any{"metadata.name": strings.Repeat("c", 64)}, "S002", E, "metadata.name", nil},
 	}
+}
+
+// TestRuleBoundaries tests every numeric and length limit of Rules() at the
+// last accepted and the first refused value, and the numbers in the
+// messages.
+func TestRuleBoundaries(t *testing.T) {
+	cases := boundaryCases()
 	for _, c := range cases {
 		t.Run(c.name, c.run)
 	}

@@ -185,7 +185,8 @@ func checkRegistry(v *validator) {
 
 func checkOffline(v *validator) {
 	s := v.c.Spec
-	enum := func(path, val string, allowed ...string) {
+	enum := func(path, val string) {
+		allowed := enums()[path]
 		for _, a := range allowed {
 			if val == a {
 				return
@@ -193,8 +194,8 @@ func checkOffline(v *validator) {
 		}
 		v.errorf(path, "%q is not one of %s", val, strings.Join(allowed, ", "))
 	}
-	enum("spec.packages.source", s.Packages.Source, SourceUpstream, SourceBundle)
-	enum("spec.network.configure", s.Network.Configure, NetworkCheck, NetworkNetplan, NetworkSystemdNetworkd)
+	enum("spec.packages.source", s.Packages.Source)
+	enum("spec.network.configure", s.Network.Configure)
 	if s.Packages.Source == SourceBundle && s.Images.Registry == "" {
 		v.warnf("spec.packages.source", "is bundle but images.registry is not set: binaries come from the bundle, yet every image is still pulled from the public registries")
 	}

@@ -22,14 +22,20 @@ const (
 // Cluster is one hybrid cluster: a kubeadm control plane, Linux workers and
 // Windows workers on Calico VXLAN.
 type Cluster struct {
-	APIVersion string      `yaml:"apiVersion" json:"apiVersion"`
-	Kind       string      `yaml:"kind" json:"kind"`
-	Metadata   Metadata    `yaml:"metadata" json:"metadata"`
-	Spec       ClusterSpec `yaml:"spec" json:"spec"`
+	// APIVersion is hybridctl.dev/v1alpha1.
+	APIVersion string `yaml:"apiVersion" json:"apiVersion"`
+	// Kind is Cluster.
+	Kind string `yaml:"kind" json:"kind"`
+	// Metadata names the cluster.
+	Metadata Metadata `yaml:"metadata" json:"metadata"`
+	// Spec is the desired cluster.
+	Spec ClusterSpec `yaml:"spec" json:"spec"`
 }
 
 // Metadata names the cluster. The name becomes the kubeconfig context name.
 type Metadata struct {
+	// Name is the cluster's name, a DNS label; it becomes the kubeconfig
+	// context name.
 	Name string `yaml:"name" json:"name"`
 }
 
@@ -38,16 +44,26 @@ type ClusterSpec struct {
 	// KubernetesVersion is the kubeadm/kubelet version, with a leading v.
 	KubernetesVersion string `yaml:"kubernetesVersion" json:"kubernetesVersion"`
 	// ControlPlaneEndpoint is host:port of the API, preferably a DNS name.
-	ControlPlaneEndpoint string           `yaml:"controlPlaneEndpoint" json:"controlPlaneEndpoint"`
-	Network              Network          `yaml:"network" json:"network"`
-	Containerd           ComponentVersion `yaml:"containerd" json:"containerd"`
-	Crictl               ComponentVersion `yaml:"crictl" json:"crictl"`
-	// Runc and CNIPlugins pin the runc and CNI plugin releases a bundle
-	// holds for Linux nodes (without a leading v).
-	Runc       ComponentVersion `yaml:"runc" json:"runc"`
+	ControlPlaneEndpoint string `yaml:"controlPlaneEndpoint" json:"controlPlaneEndpoint"`
+	// Network holds the node, pod and service networks and the name
+	// services.
+	Network Network `yaml:"network" json:"network"`
+	// Containerd pins the containerd release (without a leading v).
+	Containerd ComponentVersion `yaml:"containerd" json:"containerd"`
+	// Crictl pins the crictl release (without a leading v); by default
+	// the Kubernetes minor with patch 0 (v1.37.2 gives 1.37.0).
+	Crictl ComponentVersion `yaml:"crictl" json:"crictl"`
+	// Runc pins the runc release a bundle holds for Linux nodes (without a
+	// leading v).
+	Runc ComponentVersion `yaml:"runc" json:"runc"`
+	// CNIPlugins pins the CNI plugins release a bundle holds for Linux
+	// nodes (without a leading v).
 	CNIPlugins ComponentVersion `yaml:"cniPlugins" json:"cniPlugins"`
-	Calico     Calico           `yaml:"calico" json:"calico"`
-	KubeProxy  KubeProxy        `yaml:"kubeProxy" json:"kubeProxy"`
+	// Calico configures the Tigera operator's Installation.
+	Calico Calico `yaml:"calico" json:"calico"`
+	// KubeProxy configures kube-proxy on Linux nodes; Windows nodes always
+	// run kernelspace (winkernel).
+	KubeProxy KubeProxy `yaml:"kubeProxy" json:"kubeProxy"`
 	// Images, when Registry is set, pulls every image from one private
 	// registry (air-gapped sites).
 	Images Images `yaml:"images" json:"images"`
@@ -56,22 +72,35 @@ type ClusterSpec struct {
 	// AllowCgroupV1 accepts nodes that run cgroup v1 (old kernels,
 	// containers): the kubelet gets failCgroupV1: false and kubeadm ignores
 	// its SystemVerification preflight error.
-	AllowCgroupV1 bool   `yaml:"allowCgroupV1" json:"allowCgroupV1"`
-	Addons        Addons `yaml:"addons" json:"addons"`
-	Nodes         []Node `yaml:"nodes" json:"nodes"`
+	AllowCgroupV1 bool `yaml:"allowCgroupV1" json:"allowCgroupV1"`
+	// Addons are optional cluster add-ons.
+	Addons Addons `yaml:"addons" json:"addons"`
+	// Nodes are the machines of the cluster: at least one Linux
+	// control-plane node.
+	Nodes []Node `yaml:"nodes" json:"nodes"`
 }
 
 // Network holds the node, pod and service networks and the name services.
 type Network struct {
-	NodeCIDR    string   `yaml:"nodeCIDR" json:"nodeCIDR"`
-	Gateway     string   `yaml:"gateway" json:"gateway"`
-	DNSServers  []string `yaml:"dnsServers" json:"dnsServers"`
-	NTPServers  []string `yaml:"ntpServers" json:"ntpServers"`
-	DNSSuffix   string   `yaml:"dnsSuffix" json:"dnsSuffix"`
-	PodCIDR     string   `yaml:"podCIDR" json:"podCIDR"`
-	BlockSize   int      `yaml:"blockSize" json:"blockSize"`
-	ServiceCIDR string   `yaml:"serviceCIDR" json:"serviceCIDR"`
-	DNSDomain   string   `yaml:"dnsDomain" json:"dnsDomain"`
+	// NodeCIDR is the IPv4 network of the node addresses.
+	NodeCIDR string `yaml:"nodeCIDR" json:"nodeCIDR"`
+	// Gateway is the nodes' default gateway, inside nodeCIDR.
+	Gateway string `yaml:"gateway" json:"gateway"`
+	// DNSServers are the nodes' DNS servers (IPv4 addresses).
+	DNSServers []string `yaml:"dnsServers" json:"dnsServers"`
+	// NTPServers are the nodes' time servers (names or addresses).
+	NTPServers []string `yaml:"ntpServers" json:"ntpServers"`
+	// DNSSuffix is the nodes' DNS search domain.
+	DNSSuffix string `yaml:"dnsSuffix" json:"dnsSuffix"`
+	// PodCIDR is Calico's IPv4 pool for pod addresses.
+	PodCIDR string `yaml:"podCIDR" json:"podCIDR"`
+	// BlockSize is the prefix length of Calico's per-node address blocks
+	// (20-32).
+	BlockSize int `yaml:"blockSize" json:"blockSize"`
+	// ServiceCIDR is the IPv4 network of Service cluster IPs, at most /12.
+	ServiceCIDR string `yaml:"serviceCIDR" json:"serviceCIDR"`
+	// DNSDomain is the cluster's DNS domain.
+	DNSDomain string `yaml:"dnsDomain" json:"dnsDomain"`
 	// MTU is the node network's MTU; the pod MTU is derived from it.
 	MTU int `yaml:"mtu" json:"mtu"`
 	// Configure says what Linux nodes do about their own address: check
@@ -113,48 +142,69 @@ const (
 // ComponentVersion pins a component's version (without a leading v for
 // containerd and crictl, as their release files are named).
 type ComponentVersion struct {
+	// Version is the release, without a leading v.
 	Version string `yaml:"version" json:"version"`
 }
 
 // Calico configures the Tigera operator's Installation.
 type Calico struct {
-	Version        string `yaml:"version" json:"version"`
+	// Version is the Calico release, with a leading v.
+	Version string `yaml:"version" json:"version"`
+	// LinuxDataplane is Calico's dataplane on Linux nodes.
 	LinuxDataplane string `yaml:"linuxDataplane" json:"linuxDataplane"`
-	Encapsulation  string `yaml:"encapsulation" json:"encapsulation"`
-	BGP            string `yaml:"bgp" json:"bgp"`
-	NATOutgoing    *bool  `yaml:"natOutgoing" json:"natOutgoing"`
+	// Encapsulation is the IP pool's encapsulation; VXLAN when any node
+	// runs Windows.
+	Encapsulation string `yaml:"encapsulation" json:"encapsulation"`
+	// BGP is Enabled or Disabled; Disabled when any node runs Windows.
+	BGP string `yaml:"bgp" json:"bgp"`
+	// NATOutgoing masquerades pod traffic leaving the pod network.
+	NATOutgoing *bool `yaml:"natOutgoing" json:"natOutgoing"`
 }
 
 // KubeProxy configures kube-proxy on Linux nodes.
 type KubeProxy struct {
+	// Mode is kube-proxy's mode on Linux nodes (ipvs is deprecated).
 	Mode string `yaml:"mode" json:"mode"`
 }
 
 // Addons are optional cluster add-ons; nil means not installed.
 type Addons struct {
+	// MetricsServer installs metrics-server.
 	MetricsServer *Addon `yaml:"metricsServer,omitempty" json:"metricsServer,omitempty"`
-	CertManager   *Addon `yaml:"certManager,omitempty" json:"certManager,omitempty"`
+	// CertManager installs cert-manager.
+	CertManager *Addon `yaml:"certManager,omitempty" json:"certManager,omitempty"`
 }
 
 // Addon pins an add-on's version.
 type Addon struct {
+	// Version is the add-on's release, with a leading v.
 	Version string `yaml:"version" json:"version"`
 }
 
 // Node is one machine of the cluster.
 type Node struct {
-	Name    string   `yaml:"name" json:"name"`
-	Role    string   `yaml:"role" json:"role"`
-	OS      string   `yaml:"os" json:"os"`
-	Address string   `yaml:"address" json:"address"`
-	SSH     *SSH     `yaml:"ssh,omitempty" json:"ssh,omitempty"`
+	// Name is the node's host and Kubernetes Node name, a lowercase DNS
+	// label; at most 15 characters on Windows (the computer name).
+	Name string `yaml:"name" json:"name"`
+	// Role is control-plane or worker.
+	Role string `yaml:"role" json:"role"`
+	// OS is linux or windows.
+	OS string `yaml:"os" json:"os"`
+	// Address is the node's IPv4 address, inside nodeCIDR.
+	Address string `yaml:"address" json:"address"`
+	// SSH says how apply reaches the node.
+	SSH *SSH `yaml:"ssh,omitempty" json:"ssh,omitempty"`
+	// Windows holds Windows-only settings; only on Windows nodes.
 	Windows *Windows `yaml:"windows,omitempty" json:"windows,omitempty"`
 }
 
 // SSH says how apply reaches a node.
 type SSH struct {
+	// User is the login user: by default root on Linux and Administrator
+	// on Windows.
 	User string `yaml:"user" json:"user"`
-	Port int    `yaml:"port" json:"port"`
+	// Port is sshd's TCP port.
+	Port int `yaml:"port" json:"port"`
 	// Host overrides the address apply connects to (default: the node's
 	// address), for bastions and port forwards.
 	Host string `yaml:"host,omitempty" json:"host,omitempty"`

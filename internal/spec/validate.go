@@ -330,15 +330,15 @@ func checkDNSNames(v *validator) {
 
 func checkMTU(v *validator) {
 	mtu := v.c.Spec.Network.MTU
-	if mtu < 1280 || mtu > 9000 {
-		v.errorf("spec.network.mtu", "%d is outside 1280-9000", mtu)
+	if mtu < MinMTU || mtu > MaxMTU {
+		v.errorf("spec.network.mtu", "%d is outside %d-%d", mtu, MinMTU, MaxMTU)
 	}
 }
 
 func checkBlockSize(v *validator) {
 	bs := v.c.Spec.Network.BlockSize
-	if bs < 20 || bs > 32 {
-		v.errorf("spec.network.blockSize", "%d is outside Calico's IPv4 block size range 20-32", bs)
+	if bs < MinBlockSize || bs > MaxBlockSize {
+		v.errorf("spec.network.blockSize", "%d is outside Calico's IPv4 block size range %d-%d", bs, MinBlockSize, MaxBlockSize)
 		return
 	}
 	if v.podNet.IsValid() && bs < v.podNet.Bits() {
@@ -375,8 +375,8 @@ func checkServiceCIDR(v *validator) {
 
 func checkWindowsName(v *validator) {
 	for i, node := range v.c.Spec.Nodes {
-		if node.IsWindows() && len(node.Name) > 15 {
-			v.errorf(nodePath(i, "name"), "%q is %d characters; a Windows computer name is at most 15", node.Name, len(node.Name))
+		if node.IsWindows() && len(node.Name) > MaxWindowsNodeName {
+			v.errorf(nodePath(i, "name"), "%q is %d characters; a Windows computer name is at most %d", node.Name, len(node.Name), MaxWindowsNodeName)
 		}
 	}
 }
@@ -654,7 +654,8 @@ func checkVersionCompat(v *validator) {
 
 func checkEnums(v *validator) {
 	s := v.c.Spec
-	enum := func(path, val string, allowed ...string) {
+	enum := func(path, val string) {
+		allowed := enums()[path]
 		for _, a := range allowed {
 			if val == a {
 				return
@@ -668,10 +669,10 @@ func checkEnums(v *validator) {
 		}
 		v.errorf(path, "%q is not one of %s%s", val, strings.Join(allowed, ", "), hint)
 	}
-	enum("spec.calico.linuxDataplane", s.Calico.LinuxDataplane, "Nftables", "Iptables", "BPF")
-	enum("spec.calico.encapsulation", s.Calico.Encapsulation, "VXLAN", "VXLANCrossSubnet", "IPIP", "IPIPCrossSubnet", "None")
-	enum("spec.calico.bgp", s.Calico.BGP, "Enabled", "Disabled")
-	enum("spec.kubeProxy.mode", s.KubeProxy.Mode, "nftables", "iptables", "ipvs")
+	enum("spec.calico.linuxDataplane", s.Calico.LinuxDataplane)
+	enum("spec.calico.encapsulation", s.Calico.Encapsulation)
+	enum("spec.calico.bgp", s.Calico.BGP)
+	enum("spec.kubeProxy.mode", s.KubeProxy.Mode)
 	if s.Calico.BGP == "Disabled" && strings.HasPrefix(s.Calico.Encapsulation, "IPIP") {
 		v.errorf("spec.calico.encapsulation", "%s needs BGP to distribute routes; with bgp: Disabled use VXLAN", s.Calico.Encapsulation)
 	}
