@@ -137,7 +137,6 @@ func LoadLive(ctx context.Context, cfg *rest.Config, opts LiveOptions) (*Snapsho
 	}
 	var (
 		wg   sync.WaitGroup
-		sem  = make(chan struct{}, opts.Concurrency)
 		mu   sync.Mutex
 		errs []error
 	)
@@ -145,6 +144,24 @@ func LoadLive(ctx context.Context, cfg *rest.Config, opts LiveOptions) (*Snapsho
 		mu.Lock()
 		errs = append(errs, err)
 		mu.Unlock()
+	}
+	// Workers take the kinds in sorted order (one worker: exactly that
+	// order).
+	type job struct {
+		k  Kind
+		rs []resource
+	}
+	jobs := make(chan job)
+	for range opts.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if err := s.listKind(ctx, rc, j.k, j.rs, opts); err != nil {
+					fail(err)
+				}
+			}
+		}()
 	}
 	for _, k := range kinds {
 		if k == KindClusterConfiguration {
@@ -162,20 +179,11 @@ func LoadLive(ctx context.Context, cfg *rest.Config, opts LiveOptions) (*Snapsho
 			}()
 			continue
 		}
-		rs := resourcesFor(k)
-		if rs == nil {
-			continue
+		if rs := resourcesFor(k); rs != nil {
+			jobs <- job{k, rs}
 		}
-		wg.Add(1)
-		go func(k Kind, rs []resource) {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if err := s.listKind(ctx, rc, k, rs, opts); err != nil {
-				fail(err)
-			}
-		}(k, rs)
 	}
+	close(jobs)
 	wg.Wait()
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -240,10 +248,11 @@ func (s *Snapshot) listResource(ctx context.Context, rc rest.Interface, k Kind, 
 			return nil
 		}
 		var status apierrors.APIStatus
-		if n > 0 || (!errors.As(err, &status) && !errors.Is(err, errNoInitialEventsEnd)) {
-			// Part of the objects were added already, or the failure is
-			// not an answer from the API server (the connection): do not
-			// retry. Any refusal (watch forbidden, watch-list not
+		if n > 0 || apierrors.IsNotFound(err) || (!errors.As(err, &status) && !errors.Is(err, errNoInitialEventsEnd)) {
+			// Part of the objects were added already, the resource is
+			// not served (listKind tries the next one; a LIST would be
+			// refused the same way), or the failure is not an answer
+			// from the API server (the connection): do not retry. Any refusal (watch forbidden, watch-list not
 			// supported, e.g. "the required storage feature
 			// RequestWatchProgress is disabled" with etcd 3.4) falls back
 			// to paginated LISTs, which report real errors themselves.

@@ -34,6 +34,10 @@ type Options struct {
 	Load []string
 	// Logf, when set, receives progress lines (start-up timings, stops).
 	Logf func(format string, args ...any)
+	// APIServerFlags are added after the flags kubeadm would give
+	// kube-apiserver (a later flag wins), for example
+	// "--feature-gates=WatchList=false" to test a server without a feature.
+	APIServerFlags []string
 }
 
 // Env is a running etcd + kube-apiserver pair. Its methods are safe for
@@ -111,7 +115,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	var lastErr error
 	for range maxPortAttempts {
-		lastErr = e.startProcesses(ctx, etcdBin, apiserverBin)
+		lastErr = e.startProcesses(ctx, etcdBin, apiserverBin, opts.APIServerFlags)
 		if lastErr == nil || !errors.Is(lastErr, errPortTaken) {
 			break
 		}
@@ -217,7 +221,7 @@ func (e *Env) path(elem ...string) string {
 	return filepath.Join(append([]string{e.dir}, elem...)...)
 }
 
-func (e *Env) startProcesses(ctx context.Context, etcdBin, apiserverBin string) error {
+func (e *Env) startProcesses(ctx context.Context, etcdBin, apiserverBin string, extra []string) error {
 	ports, err := freePorts(3)
 	if err != nil {
 		return err
@@ -251,28 +255,30 @@ func (e *Env) startProcesses(ctx context.Context, etcdBin, apiserverBin string) 
 	// The flags kubeadm writes into kube-apiserver.yaml, with paths and
 	// addresses of this environment. Aggregation (front-proxy) and the
 	// kubelet client certificate are left out: nothing here serves them.
-	e.apiserver, err = startProcess(ctx, "kube-apiserver", e.path("kube-apiserver.log"), apiserverBin,
+	args := []string{
 		// The endpoint reconciler refuses loopback addresses; with none,
 		// the kubernetes Service simply has no Endpoints.
 		"--advertise-address=127.0.0.1",
 		"--endpoint-reconciler-type=none",
 		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(securePort),
+		"--secure-port=" + strconv.Itoa(securePort),
 		"--allow-privileged=true",
 		"--authorization-mode=Node,RBAC",
 		"--enable-admission-plugins=NodeRestriction",
 		"--enable-bootstrap-token-auth=true",
-		"--client-ca-file="+pki("ca.crt"),
-		"--tls-cert-file="+pki("apiserver.crt"),
-		"--tls-private-key-file="+pki("apiserver.key"),
-		"--etcd-servers="+etcdURL,
-		"--service-account-issuer="+ServiceAccountIssuer,
-		"--service-account-key-file="+pki("sa.pub"),
-		"--service-account-signing-key-file="+pki("sa.key"),
-		"--service-cluster-ip-range="+ServiceCIDR,
-		"--cert-dir="+e.path("pki"),
+		"--client-ca-file=" + pki("ca.crt"),
+		"--tls-cert-file=" + pki("apiserver.crt"),
+		"--tls-private-key-file=" + pki("apiserver.key"),
+		"--etcd-servers=" + etcdURL,
+		"--service-account-issuer=" + ServiceAccountIssuer,
+		"--service-account-key-file=" + pki("sa.pub"),
+		"--service-account-signing-key-file=" + pki("sa.key"),
+		"--service-cluster-ip-range=" + ServiceCIDR,
+		"--cert-dir=" + e.path("pki"),
 		"--profiling=false",
-	)
+	}
+	args = append(args, extra...)
+	e.apiserver, err = startProcess(ctx, "kube-apiserver", e.path("kube-apiserver.log"), apiserverBin, args...)
 	if err != nil {
 		return err
 	}
