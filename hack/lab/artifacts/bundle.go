@@ -6,13 +6,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hybridctl/hybridctl/internal/bundle"
+	"github.com/hybridctl/hybridctl/internal/plan"
 )
 
 // BundleVersions are the versions a spec pins for what its bundle holds
@@ -29,41 +34,42 @@ type bundleMember struct {
 	file string // the artifact file (Builder.Path)
 }
 
-// bundleFile is one file of the bundle: a tarball packed from built
-// binaries, or (no members) one binary copied as it is.
-type bundleFile struct {
-	path    string // relative to the bundle, in the upstream release's name
-	members []bundleMember
-	file    string // a single binary
+// bundleRecipe is how the lab makes one artifact of the bundle: a tarball
+// packed from built binaries, one binary copied as it is, or a manifest
+// from the repository's vendored copy (testdata/third_party; gzipped ones
+// are decompressed).
+type bundleRecipe struct {
+	members  []bundleMember
+	file     string
+	manifest string // relative to the repository root
 }
 
-// bundleFiles is the Linux part of the bundle layout (docs/bundle.md, the
-// upstream release file names), for the versions v.
-func bundleFiles(v BundleVersions) []bundleFile {
-	const d = "linux-amd64/"
-	var cni []bundleMember
-	a, _ := Lookup("cni-plugins")
-	for _, f := range a.Files {
-		cni = append(cni, bundleMember{"./" + f, f})
-	}
-	return []bundleFile{
-		{path: d + "containerd-" + v.Containerd + "-linux-amd64.tar.gz", members: []bundleMember{
-			{"bin/containerd", "containerd"}, {"bin/containerd-shim-runc-v2", "containerd-shim-runc-v2"}, {"bin/ctr", "ctr"}}},
-		{path: d + "runc.amd64", file: "runc"},
-		{path: d + "cni-plugins-linux-amd64-v" + v.CNIPlugins + ".tgz", members: cni},
-		{path: d + "crictl-v" + v.Crictl + "-linux-amd64.tar.gz", members: []bundleMember{{"crictl", "crictl"}}},
-		{path: d + "kubeadm", file: "kubeadm"},
-		{path: d + "kubectl", file: "kubectl"},
-		{path: d + "kubelet", file: "kubelet"},
-	}
-}
+// calicoManifests is where the repository vendors Calico's manifests.
+const calicoManifests = "testdata/third_party/calico-v3.33"
 
-// path is Path, or the test's stand-in.
-func (b *Builder) path(ctx context.Context, file string) (string, error) {
-	if b.pathOf != nil {
-		return b.pathOf(ctx, file)
+// recipe says how the lab makes the artifact a, or why it cannot.
+func recipe(a bundle.Artifact) (bundleRecipe, error) {
+	switch a.OS + "/" + a.Name {
+	case bundle.OSLinux + "/" + bundle.NameContainerd:
+		return bundleRecipe{members: []bundleMember{
+			{"bin/containerd", "containerd"}, {"bin/containerd-shim-runc-v2", "containerd-shim-runc-v2"}, {"bin/ctr", "ctr"}}}, nil
+	case bundle.OSLinux + "/" + bundle.NameRunc:
+		return bundleRecipe{file: "runc"}, nil
+	case bundle.OSLinux + "/" + bundle.NameCNIPlugins:
+		var cni []bundleMember
+		c, _ := Lookup("cni-plugins")
+		for _, f := range c.Files {
+			cni = append(cni, bundleMember{"./" + f, f})
+		}
+		return bundleRecipe{members: cni}, nil
+	case bundle.OSLinux + "/" + bundle.NameCrictl:
+		return bundleRecipe{members: []bundleMember{{"crictl", "crictl"}}}, nil
+	case bundle.OSLinux + "/" + bundle.NameKubelet, bundle.OSLinux + "/" + bundle.NameKubeadm, bundle.OSLinux + "/" + bundle.NameKubectl:
+		return bundleRecipe{file: a.Name}, nil
+	case bundle.OSWorkstation + "/" + bundle.NameCalicoCRDs, bundle.OSWorkstation + "/" + bundle.NameTigeraOperator:
+		return bundleRecipe{manifest: calicoManifests + "/" + a.File()}, nil
 	}
-	return b.Path(ctx, file)
+	return bundleRecipe{}, fmt.Errorf("the lab cannot make %s (%s %s %s): it builds Linux binaries and has Calico's manifests only", a.Path, a.OS, a.Name, a.Version)
 }
 
 // CheckBundleVersions says which pinned version the lab does not build.
@@ -86,52 +92,78 @@ func CheckBundleVersions(v BundleVersions) error {
 	return nil
 }
 
-// LayoutBundle lays the built binaries out as a bundle in dir, in the
-// layout `hybridctl apply --bundle` reads: upstream-shaped tarballs and
-// binaries under linux-amd64/ and a SHA256SUMS of every file, sorted by
-// path. The tarballs are deterministic (sorted, fixed times and owners), so
-// the same binaries give the same sums. A bundle whose inputs did not change
-// (the .lab-stamp: each input's path, size and time) is kept as it is. The
-// new bundle is made beside dir and renamed into place.
-func (b *Builder) LayoutBundle(ctx context.Context, dir string, v BundleVersions) error {
-	if err := CheckBundleVersions(v); err != nil {
+// LayoutBundle lays the built binaries out as the plan's bundle in dir,
+// exactly the artifacts internal/bundle lists for the plan (the layout
+// `hybridctl apply --bundle` and `hybridctl bundle verify` read):
+// upstream-shaped tarballs and binaries under linux-amd64/, Calico's
+// manifests under manifests/ (the repository's vendored copies), and a
+// SHA256SUMS of every file. The tarballs are deterministic (sorted, fixed
+// times and owners), so the same binaries give the same sums. A bundle whose
+// inputs did not change (a stamp beside dir: each input's path, size and
+// time) and that still verifies is kept as it is. The new bundle is made
+// beside dir, verified, and renamed into place.
+func (b *Builder) LayoutBundle(ctx context.Context, dir string, p *plan.Plan) error {
+	v := p.Versions
+	if err := CheckBundleVersions(BundleVersions{Kubernetes: v.Kubernetes, Containerd: v.Containerd, Runc: v.Runc,
+		CNIPlugins: v.CNIPlugins, Crictl: v.Crictl}); err != nil {
 		return err
 	}
-	files := bundleFiles(v)
-	paths := map[string]string{} // artifact file -> built path
+	arts, err := bundle.Artifacts(p)
+	if err != nil {
+		return err
+	}
+	recipes := make([]bundleRecipe, len(arts))
+	paths := map[string]string{} // artifact file or manifest -> its path here
 	var stamp strings.Builder
-	for _, f := range files {
-		fmt.Fprintf(&stamp, "%s\n", f.path)
-		inputs := []string{f.file}
-		if f.members != nil {
-			inputs = nil
-			for _, m := range f.members {
+	for i, a := range arts {
+		r, err := recipe(a)
+		if err != nil {
+			return err
+		}
+		recipes[i] = r
+		fmt.Fprintf(&stamp, "%s\n", a.Path)
+		var inputs []string
+		switch {
+		case r.members != nil:
+			for _, m := range r.members {
 				inputs = append(inputs, m.file)
 			}
+		case r.file != "":
+			inputs = []string{r.file}
 		}
 		for _, in := range inputs {
 			p, err := b.path(ctx, in)
 			if err != nil {
-				return fmt.Errorf("bundle %s: %w", f.path, err)
-			}
-			fi, err := os.Stat(p)
-			if err != nil {
-				return fmt.Errorf("bundle %s: %w", f.path, err)
+				return fmt.Errorf("bundle %s: %w", a.Path, err)
 			}
 			paths[in] = p
-			fmt.Fprintf(&stamp, "  %s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
+		}
+		if r.manifest != "" {
+			p := filepath.Join(b.Root, filepath.FromSlash(r.manifest))
+			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+				p += ".gz"
+			}
+			paths[r.manifest] = p
+			inputs = []string{r.manifest}
+		}
+		for _, in := range inputs {
+			fi, err := os.Stat(paths[in])
+			if err != nil {
+				return fmt.Errorf("bundle %s: %w", a.Path, err)
+			}
+			fmt.Fprintf(&stamp, "  %s %d %d\n", paths[in], fi.Size(), fi.ModTime().UnixNano())
 		}
 	}
 	// The stamp sits beside the bundle: the bundle holds only what
 	// SHA256SUMS lists.
 	stampPath := filepath.Clean(dir) + ".lab-stamp"
 	if got, err := os.ReadFile(stampPath); err == nil && string(got) == stamp.String() {
-		if err := CheckSums(dir); err == nil {
+		if rep, err := bundle.VerifyArtifacts(ctx, dir, arts); err == nil && rep.Err() == nil && len(rep.Extra) == 0 {
 			fmt.Fprintf(b.Log, "lab: bundle in %s is up to date\n", dir)
 			return nil
 		}
 	}
-	if err := os.Remove(stampPath); err != nil && !os.IsNotExist(err) {
+	if err := os.Remove(stampPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	began := time.Now()
@@ -146,29 +178,42 @@ func (b *Builder) LayoutBundle(ctx context.Context, dir string, v BundleVersions
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	var sums []string
-	for _, f := range files {
+	var sums []bundle.Sum
+	for i, a := range arts {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		out := filepath.Join(tmp, f.path)
+		r := recipes[i]
+		out := filepath.Join(tmp, filepath.FromSlash(a.Path))
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			return err
 		}
 		var sum string
-		if f.members != nil {
-			sum, err = writeTarball(out, f.members, paths)
-		} else {
-			sum, err = copyFile(out, paths[f.file], 0o755)
+		switch {
+		case r.members != nil:
+			sum, err = writeTarball(out, r.members, paths)
+		case r.file != "":
+			sum, err = copyFile(out, paths[r.file], 0o755, false)
+		default:
+			sum, err = copyFile(out, paths[r.manifest], 0o644, strings.HasSuffix(paths[r.manifest], ".gz"))
 		}
 		if err != nil {
-			return fmt.Errorf("bundle %s: %w", f.path, err)
+			return fmt.Errorf("bundle %s: %w", a.Path, err)
 		}
-		sums = append(sums, sum+"  "+f.path)
+		sums = append(sums, bundle.Sum{SHA256: sum, Path: a.Path})
 	}
-	sort.Slice(sums, func(i, j int) bool { return sums[i][66:] < sums[j][66:] })
-	if err := os.WriteFile(filepath.Join(tmp, "SHA256SUMS"), []byte(strings.Join(sums, "\n")+"\n"), 0o644); err != nil {
+	if err := bundle.WriteSums(ctx, filepath.Join(tmp, bundle.SumsFile), sums); err != nil {
 		return err
+	}
+	rep, err := bundle.VerifyArtifacts(ctx, tmp, arts)
+	if err != nil {
+		return err
+	}
+	if err := rep.Err(); err != nil {
+		return fmt.Errorf("the bundle the lab laid out does not verify: %w", err)
+	}
+	if len(rep.Extra) > 0 {
+		return fmt.Errorf("the bundle the lab laid out has files the plan does not name: %s", strings.Join(rep.Extra, ", "))
 	}
 	if err := replaceDir(tmp, dir); err != nil {
 		return err
@@ -180,16 +225,35 @@ func (b *Builder) LayoutBundle(ctx context.Context, dir string, v BundleVersions
 	return nil
 }
 
+// path is Path, or the test's stand-in.
+func (b *Builder) path(ctx context.Context, file string) (string, error) {
+	if b.pathOf != nil {
+		return b.pathOf(ctx, file)
+	}
+	return b.Path(ctx, file)
+}
+
 func create(path string, mode os.FileMode) (*os.File, error) {
 	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
 }
 
-func copyFile(dst, src string, mode os.FileMode) (string, error) {
-	in, err := os.Open(src)
+// copyFile copies src to dst (gunzipping it when gunzip is set) and
+// returns the sha256 of what it wrote.
+func copyFile(dst, src string, mode os.FileMode, gunzip bool) (string, error) {
+	f, err := os.Open(src)
 	if err != nil {
 		return "", err
 	}
-	defer in.Close()
+	defer f.Close()
+	var in io.Reader = f
+	if gunzip {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", src, err)
+		}
+		defer zr.Close()
+		in = zr
+	}
 	out, err := create(dst, mode)
 	if err != nil {
 		return "", err
@@ -259,44 +323,4 @@ func writeTarball(dst string, members []bundleMember, paths map[string]string) (
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// CheckSums checks every line of dir/SHA256SUMS against its file, and that
-// the bundle holds no file the list does not name.
-func CheckSums(dir string) error {
-	data, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
-	if err != nil {
-		return err
-	}
-	listed := map[string]bool{"SHA256SUMS": true}
-	for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
-		sum, path, ok := strings.Cut(line, "  ")
-		if !ok || len(sum) != 64 || path == "" {
-			return fmt.Errorf("%s/SHA256SUMS:%d: not \"<sha256>  <path>\"", dir, i+1)
-		}
-		listed[path] = true
-		f, err := os.Open(filepath.Join(dir, filepath.FromSlash(path)))
-		if err != nil {
-			return err
-		}
-		h := sha256.New()
-		_, err = io.Copy(h, f)
-		f.Close()
-		if err != nil {
-			return err
-		}
-		if got := hex.EncodeToString(h.Sum(nil)); got != sum {
-			return fmt.Errorf("%s/%s: sha256 %s, SHA256SUMS says %s", dir, path, got, sum)
-		}
-	}
-	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if !listed[filepath.ToSlash(rel)] {
-			return fmt.Errorf("%s: not in SHA256SUMS", p)
-		}
-		return nil
-	})
 }

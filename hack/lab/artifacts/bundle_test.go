@@ -9,10 +9,42 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/hybridctl/hybridctl/internal/bundle"
+	"github.com/hybridctl/hybridctl/internal/plan"
+	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
-var labVersions = BundleVersions{Kubernetes: KubernetesVersion, Containerd: ContainerdVersion,
-	Runc: RuncVersion, CNIPlugins: CNIPluginsVersion, Crictl: CrictlVersion}
+// labPlan is the plan of the lab's default spec, with the versions
+// changed by mod.
+func labPlan(t *testing.T, root string, mod func(*spec.ClusterSpec)) *plan.Plan {
+	t.Helper()
+	r, err := spec.LoadFile(context.Background(), filepath.Join(root, "examples", "lab-linux.yaml"))
+	if err != nil || r.Err() != nil {
+		t.Fatalf("examples/lab-linux.yaml: %v %v", err, r.Err())
+	}
+	if mod != nil {
+		mod(&r.Cluster.Spec)
+	}
+	p, err := plan.Derive(r.Cluster, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// verified checks dir with internal/bundle's Verify against the plan: no
+// problem, no extra file.
+func verified(t *testing.T, dir string, p *plan.Plan) {
+	t.Helper()
+	rep, err := bundle.Verify(context.Background(), dir, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.Err(); err != nil || len(rep.Extra) > 0 {
+		t.Fatalf("bundle.Verify: %v, extra %v", err, rep.Extra)
+	}
+}
 
 // fakeBuilt writes a small distinct file per artifact file (a stand-in for
 // the built binaries, which take an hour to build) and a Builder that
@@ -28,7 +60,11 @@ func fakeBuilt(t *testing.T) (*Builder, string, *bytes.Buffer) {
 		}
 	}
 	var log bytes.Buffer
-	b := &Builder{Cache: t.TempDir(), Log: &log, pathOf: func(_ context.Context, f string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Builder{Cache: t.TempDir(), Root: root, Log: &log, pathOf: func(_ context.Context, f string) (string, error) {
 		return filepath.Join(src, f), nil
 	}}
 	return b, src, &log
@@ -55,12 +91,14 @@ func listTar(t *testing.T, path string) []string {
 func TestLayoutBundle(t *testing.T) {
 	b, src, log := fakeBuilt(t)
 	ctx := context.Background()
+	p := labPlan(t, b.Root, nil)
 	dir := filepath.Join(t.TempDir(), "bundle")
-	if err := b.LayoutBundle(ctx, dir, labVersions); err != nil {
+	if err := b.LayoutBundle(ctx, dir, p); err != nil {
 		t.Fatal(err)
 	}
-	// The layout: upstream file names under linux-amd64/, SHA256SUMS
-	// sorted by path, listing every file and nothing else.
+	verified(t, dir, p)
+	// The layout: upstream file names under linux-amd64/, Calico's
+	// manifests, SHA256SUMS sorted by path, listing every file.
 	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +113,8 @@ func TestLayoutBundle(t *testing.T) {
 		"linux-amd64/crictl-v1.37.0-linux-amd64.tar.gz",
 		"linux-amd64/kubeadm", "linux-amd64/kubectl", "linux-amd64/kubelet",
 		"linux-amd64/runc.amd64",
+		"manifests/tigera-operator.yaml",
+		"manifests/v3_projectcalico_org.yaml",
 	}
 	if strings.Join(paths, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("SHA256SUMS lists\n%s\nwant\n%s", strings.Join(paths, "\n"), strings.Join(want, "\n"))
@@ -88,8 +128,10 @@ func TestLayoutBundle(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("sha256sum -c: %v\n%s", err, out)
 	}
-	if err := CheckSums(dir); err != nil {
-		t.Fatal(err)
+	// The CRD manifest is the vendored one, decompressed.
+	crds, _ := os.ReadFile(filepath.Join(dir, "manifests/v3_projectcalico_org.yaml"))
+	if !bytes.Contains(crds, []byte("kind: CustomResourceDefinition")) {
+		t.Errorf("manifests/v3_projectcalico_org.yaml is not Calico's CRDs (%d bytes)", len(crds))
 	}
 	// The tarballs are shaped like upstream's.
 	if got, want := strings.Join(listTar(t, filepath.Join(dir, "linux-amd64/containerd-2.2.2-linux-amd64.tar.gz")), ","),
@@ -121,7 +163,7 @@ func TestLayoutBundle(t *testing.T) {
 
 	// Unchanged inputs: kept as it is.
 	log.Reset()
-	if err := b.LayoutBundle(ctx, dir, labVersions); err != nil {
+	if err := b.LayoutBundle(ctx, dir, p); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(log.String(), "up to date") {
@@ -129,7 +171,7 @@ func TestLayoutBundle(t *testing.T) {
 	}
 	// Deterministic: laid out again from scratch, the same sums.
 	dir2 := filepath.Join(t.TempDir(), "bundle")
-	if err := b.LayoutBundle(ctx, dir2, labVersions); err != nil {
+	if err := b.LayoutBundle(ctx, dir2, p); err != nil {
 		t.Fatal(err)
 	}
 	if sums2, _ := os.ReadFile(filepath.Join(dir2, "SHA256SUMS")); !bytes.Equal(sums, sums2) {
@@ -140,7 +182,7 @@ func TestLayoutBundle(t *testing.T) {
 		t.Fatal(err)
 	}
 	log.Reset()
-	if err := b.LayoutBundle(ctx, dir, labVersions); err != nil {
+	if err := b.LayoutBundle(ctx, dir, p); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(log.String(), "up to date") {
@@ -154,57 +196,15 @@ func TestLayoutBundle(t *testing.T) {
 		t.Fatal(err)
 	}
 	log.Reset()
-	if err := b.LayoutBundle(ctx, dir, labVersions); err != nil {
+	if err := b.LayoutBundle(ctx, dir, p); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(log.String(), "up to date") || CheckSums(dir) != nil {
+	if strings.Contains(log.String(), "up to date") {
 		t.Errorf("a damaged bundle was kept: %s", log)
 	}
+	verified(t, dir, p)
 	if left, _ := filepath.Glob(dir + ".new-*"); len(left) > 0 {
 		t.Errorf("temporary directories left: %v", left)
-	}
-}
-
-func TestCheckSums(t *testing.T) {
-	b, _, _ := fakeBuilt(t)
-	dir := filepath.Join(t.TempDir(), "bundle")
-	if err := b.LayoutBundle(context.Background(), dir, labVersions); err != nil {
-		t.Fatal(err)
-	}
-	// One changed byte.
-	p := filepath.Join(dir, "linux-amd64/kubectl")
-	data, _ := os.ReadFile(p)
-	data[0] ^= 1
-	if err := os.WriteFile(p, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := CheckSums(dir); err == nil || !strings.Contains(err.Error(), "linux-amd64/kubectl") {
-		t.Errorf("a changed kubectl: %v", err)
-	}
-	data[0] ^= 1
-	if err := os.WriteFile(p, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := CheckSums(dir); err != nil {
-		t.Fatalf("restored: %v", err)
-	}
-	// A file SHA256SUMS does not list.
-	extra := filepath.Join(dir, "linux-amd64/extra")
-	if err := os.WriteFile(extra, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := CheckSums(dir); err == nil || !strings.Contains(err.Error(), "extra") {
-		t.Errorf("an unlisted file: %v", err)
-	}
-	os.Remove(extra)
-	// A malformed line names its line.
-	sums := filepath.Join(dir, "SHA256SUMS")
-	orig, _ := os.ReadFile(sums)
-	if err := os.WriteFile(sums, append(orig, "abc  x\n"...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := CheckSums(dir); err == nil || !strings.Contains(err.Error(), "SHA256SUMS:8") {
-		t.Errorf("a short sum on line 8: %v", err)
 	}
 }
 
@@ -212,23 +212,39 @@ func TestBundleVersions(t *testing.T) {
 	b, _, _ := fakeBuilt(t)
 	for _, c := range []struct {
 		field string
-		mod   func(*BundleVersions)
+		mod   func(*spec.ClusterSpec)
 	}{
-		{"spec.kubernetesVersion", func(v *BundleVersions) { v.Kubernetes = "v1.37.1" }},
-		{"spec.containerd.version", func(v *BundleVersions) { v.Containerd = "2.2.1" }},
-		{"spec.runc.version", func(v *BundleVersions) { v.Runc = "1.5.2" }},
-		{"spec.cniPlugins.version", func(v *BundleVersions) { v.CNIPlugins = "1.9.0" }},
-		{"spec.crictl.version", func(v *BundleVersions) { v.Crictl = "1.36.0" }},
+		{"spec.kubernetesVersion", func(s *spec.ClusterSpec) { s.KubernetesVersion = "v1.37.1" }},
+		{"spec.containerd.version", func(s *spec.ClusterSpec) { s.Containerd.Version = "2.2.1" }},
+		{"spec.runc.version", func(s *spec.ClusterSpec) { s.Runc.Version = "1.5.2" }},
+		{"spec.cniPlugins.version", func(s *spec.ClusterSpec) { s.CNIPlugins.Version = "1.9.0" }},
+		{"spec.crictl.version", func(s *spec.ClusterSpec) { s.Crictl.Version = "1.36.0" }},
 	} {
-		v := labVersions
-		c.mod(&v)
+		p := labPlan(t, b.Root, c.mod)
 		dir := filepath.Join(t.TempDir(), "bundle")
-		err := b.LayoutBundle(context.Background(), dir, v)
+		err := b.LayoutBundle(context.Background(), dir, p)
 		if err == nil || !strings.Contains(err.Error(), c.field) {
 			t.Errorf("%s changed: %v", c.field, err)
 		}
 		if _, err := os.Stat(dir); err == nil {
 			t.Errorf("%s changed: a bundle was laid out", c.field)
 		}
+	}
+}
+
+// An artifact the lab cannot make (an add-on's manifest) is refused by
+// name, and nothing is laid out.
+func TestBundleUnknownArtifact(t *testing.T) {
+	b, _, _ := fakeBuilt(t)
+	p := labPlan(t, b.Root, func(s *spec.ClusterSpec) {
+		s.Addons.MetricsServer = &spec.Addon{Version: "v0.8.0"}
+	})
+	dir := filepath.Join(t.TempDir(), "bundle")
+	err := b.LayoutBundle(context.Background(), dir, p)
+	if err == nil || !strings.Contains(err.Error(), "addon-metrics-server") {
+		t.Errorf("a metrics-server add-on: %v", err)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("a bundle was laid out")
 	}
 }

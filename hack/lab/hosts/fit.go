@@ -70,6 +70,7 @@ func FromSpec(r *spec.Result, dir, cache string) (*Lab, error) {
 	lab := &Lab{
 		Name: c.Metadata.Name, Dir: dir, CacheDir: cache,
 		Network: network, Gateway: gw, DNSSuffix: p.DNSSuffix, MTU: p.NodeNetwork.MTU,
+		Plan:        p,
 		APIEndpoint: net.JoinHostPort(p.APIServer.Host, strconv.Itoa(p.APIServer.Port)),
 		Versions: artifacts.BundleVersions{
 			Kubernetes: c.Spec.KubernetesVersion, Containerd: c.Spec.Containerd.Version, Runc: c.Spec.Runc.Version,

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/hybridctl/hybridctl/hack/lab/artifacts"
+	"github.com/hybridctl/hybridctl/internal/plan"
 )
 
 // RegistryPort is the port the lab registry listens on at the gateway.
@@ -58,6 +59,8 @@ type Lab struct {
 	// APIEndpoint is the spec's controlPlaneEndpoint (host:port), which the
 	// nodes resolve through the lab's DNS.
 	APIEndpoint string
+	// Plan is the spec's plan (the bundle's artifact list comes from it).
+	Plan *plan.Plan
 }
 
 // ID is the short hash that names the lab's bridge.

@@ -224,7 +224,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if err := b.LayoutBundle(ctx, lab.BundleDir(), lab.Versions); err != nil {
+		if err := b.LayoutBundle(ctx, lab.BundleDir(), lab.Plan); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, lab.BundleDir())
