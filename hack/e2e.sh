@@ -249,6 +249,31 @@ check "second apply: nothing done, nothing failed" \
 	test "$(jq -s '[.[] | select(.type == "done" or .type == "fail" or .type == "blocked")] | length' "$out/apply-4.json")" = 0
 check "second apply finishes fast (${took}s, at most 120s)" test "$took" -le 120
 
+stage "the in-cluster CSR approver (hybridctl's image) approves a node that joins after it started"
+registry=$(jq -r .registry <<<"$plan")
+"$hybridctl" render -f "$spec" -o "$out/render" --csr-approver-image "$registry/hybridctl-lab/hybridctl:lab" >/dev/null
+kubectl apply -f "$out/render/cluster/csr-approver.yaml" >/dev/null
+approver_ns=$(jq -r 'select(.kind == "Deployment") | .metadata.namespace' <(kubectl create --dry-run=client -f "$out/render/cluster/csr-approver.yaml" -o json))
+check "the in-cluster approver runs" kubectl -n "$approver_ns" rollout status deployment --timeout=5m
+"$hybridctl" reset -f "$spec" "${reset_flags[@]}" --node "$victim" --yes -o json >"$out/reset-victim.json" || true
+events <"$out/reset-victim.json"
+check "$victim reset and removed" test "$(kubectl get node "$victim" -o name 2>/dev/null)" = ""
+before=$(kubectl get csr -o json | jq -r --arg u "system:node:$victim" '[.items[] | select(.spec.username == $u) | .metadata.name] | join(" ")')
+"$hybridctl" apply -f "$spec" "${flags[@]}" --skip-phases calico,calico-ready,approve-linux-csrs -o json >"$out/apply-rejoin.json" || true
+events <"$out/apply-rejoin.json"
+approved=""
+for _ in $(seq 60); do
+	approved=$(kubectl get csr -o json | jq -r --arg u "system:node:$victim" --arg before " $before " '[.items[]
+		| select(.spec.username == $u and .spec.signerName == "kubernetes.io/kubelet-serving")
+		| select($before | contains(" " + .metadata.name + " ") | not)
+		| select(any(.status.conditions[]?; .type == "Approved"))] | length')
+	[ "$approved" -gt 0 ] && break
+	sleep 5
+done
+check "$victim's new serving CSR approved without apply's approval phase" test "$approved" -gt 0
+check "the approver's log names $victim" sh -c "'$kubectl_bin' --kubeconfig '$kubeconfig' --context '$cluster' -n '$approver_ns' logs deployment/hybridctl-csr-approver | grep -q '$victim'"
+check "$victim Ready again" kubectl wait --for=condition=Ready "node/$victim" --timeout=5m
+
 if [ "$keep" = 1 ]; then
 	stage "done"
 	printf '   %s\n' "${stages[@]}"
