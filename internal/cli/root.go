@@ -30,6 +30,7 @@ func commands(s Streams) []*cobra.Command {
 		graceful(newApplyCmd(s), ""),
 		graceful(newResetCmd(s), ""),
 		newCSRCmd(s),
+		newBundleCmd(s),
 		newKubeconfigCmd(s),
 		newVersionCmd(s),
 		newDoctorCmd(s),
@@ -54,6 +55,7 @@ Start from one declarative spec:
   hybridctl plan -f cluster.yaml           # validate; address plan, ports, diagram
   hybridctl render -f cluster.yaml -o out  # every file the guide writes by hand, and a runbook
   hybridctl apply -f cluster.yaml          # provision the nodes over SSH, phase by phase
+  hybridctl bundle download -f cluster.yaml -d bundle/   # the files of an offline install
 
 Keep any hybrid cluster healthy, built by hybridctl or not:
 

@@ -146,3 +146,25 @@ func TestRegistryCA(t *testing.T) {
 		})
 	}
 }
+
+// TestBundleVersionsOnlyWithABundle: the S703 fixture's versions with
+// packages.source upstream give no S703 (the near miss), and with a bundle
+// each bad one is reported.
+func TestBundleVersionsOnlyWithABundle(t *testing.T) {
+	src := mustRead(t, "testdata/invalid/S703-bundle-versions.yaml")
+	count := func(src string) int {
+		n := 0
+		for _, d := range Parse("x.yaml", []byte(src)).Diagnostics {
+			if d.Rule == "S703" {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count(src); n != 4 {
+		t.Errorf("with a bundle: %d S703 diagnostics, want 4", n)
+	}
+	if n := count(strings.Replace(src, "source: bundle", "source: upstream", 1)); n != 0 {
+		t.Errorf("upstream: %d S703 diagnostics, want 0", n)
+	}
+}

@@ -59,6 +59,7 @@ func Rules() []Rule {
 		{ID: "S604", Name: "addons", Doc: "Add-on versions are semantic versions with a leading v.", check: checkAddons},
 		{ID: "S701", Name: "private-registry", Doc: "images.registry is host[:port][/path] with no scheme, tag or digest (an IPv6 address in brackets, a port 1-65535, a host with a dot or a port, or localhost, so it is not read as a Docker Hub namespace); images.registryCA is a file beside the spec holding only PEM CERTIFICATE blocks.", check: checkRegistry},
 		{ID: "S702", Name: "offline-settings", Doc: "packages.source is upstream or bundle; network.configure is check, netplan or systemd-networkd; a bundle without a private registry still pulls images from the internet (warning).", check: checkOffline},
+		{ID: "S703", Name: "bundle-versions", Doc: "With packages.source: bundle, every version that names a file of the bundle (kubernetesVersion, containerd, crictl, runc, cniPlugins, calico and the add-ons) is a release: MAJOR.MINOR.PATCH with an optional pre-release of letters, digits, '-' and '.', and no build metadata (+...), so that it names an upstream release file and a safe path in the bundle.", check: checkBundleVersions},
 	}
 }
 
