@@ -134,11 +134,14 @@ func Download(ctx context.Context, dir string, arts []Artifact, o DownloadOption
 	}
 	if o.Client == nil {
 		// The waits for headers and body are the idle timer's (stream).
-		o.Client = &http.Client{Transport: &http.Transport{
-			Proxy:               http.ProxyFromEnvironment,
-			TLSHandshakeTimeout: o.IdleTimeout,
-			IdleConnTimeout:     o.IdleTimeout,
-		}}
+		o.Client = &http.Client{
+			Transport: &http.Transport{
+				Proxy:               http.ProxyFromEnvironment,
+				TLSHandshakeTimeout: o.IdleTimeout,
+				IdleConnTimeout:     o.IdleTimeout,
+			},
+			CheckRedirect: noDowngrade,
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("bundle directory %s: %w", dir, err)
@@ -183,6 +186,18 @@ func Download(ctx context.Context, dir string, arts []Artifact, o DownloadOption
 		return results, err
 	}
 	return results, nil
+}
+
+// noDowngrade follows at most 10 redirects (GitHub's release downloads
+// redirect to its object store) and never from https to http.
+func noDowngrade(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+		return fmt.Errorf("refusing a redirect from https to %s", req.URL.Redacted())
+	}
+	return nil
 }
 
 type downloader struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -363,5 +364,91 @@ func TestDownloadKeepsOtherLines(t *testing.T) {
 		if s.Path == "manifests/components.yaml" {
 			t.Error("the line of a removed file was kept")
 		}
+	}
+}
+
+// TestSHA256SUMSIsSha256sumFormat: coreutils' sha256sum -c accepts what
+// Download writes (prepare.sh runs it on the nodes), and rejects it once a
+// file is corrupted.
+func TestSHA256SUMSIsSha256sumFormat(t *testing.T) {
+	tool, err := exec.LookPath("sha256sum")
+	if err != nil {
+		t.Fatalf("sha256sum (coreutils) is needed: %v", err)
+	}
+	arts := mustArtifacts(t)
+	up := newUpstream(t, arts)
+	dir := t.TempDir()
+	if _, err := Download(context.Background(), dir, arts, mirrorOpts(up)); err != nil {
+		t.Fatal(err)
+	}
+	check := func() (string, error) {
+		cmd := exec.Command(tool, "--strict", "-c", SumsFile)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := check(); err != nil || strings.Count(out, ": OK") != len(arts) {
+		t.Fatalf("sha256sum -c: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "linux-amd64", "kubectl"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := check(); err == nil || !strings.Contains(out, "linux-amd64/kubectl: FAILED") {
+		t.Errorf("sha256sum -c after corruption: %v\n%s", err, out)
+	}
+}
+
+// TestDownloadPinned: a pinned sha256 is checked without a checksum file;
+// a served file that differs is refused, naming the pin.
+func TestDownloadPinned(t *testing.T) {
+	arts := mustArtifacts(t)[:1]
+	arts[0].SHA256 = sha(content(arts[0]))
+	arts[0].ChecksumFrom = ChecksumPinned
+	up := newUpstream(t, arts)
+	dir := t.TempDir()
+	res, err := Download(context.Background(), dir, arts, mirrorOpts(up))
+	if err != nil || res[0].ChecksumFrom != ChecksumPinned {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if n := up.count(mirrorPath(t, arts[0].ChecksumURL)); n != 0 {
+		t.Errorf("fetched the checksum file of a pinned artifact %d times", n)
+	}
+	arts[0].SHA256 = hexA
+	_ = os.Remove(filepath.Join(dir, arts[0].Path))
+	_, err = Download(context.Background(), dir, arts, mirrorOpts(up))
+	var ce *ChecksumError
+	if !errors.As(err, &ce) || ce.From != ChecksumPinned || ce.Want != hexA {
+		t.Errorf("err = %v", err)
+	}
+	// Verify holds a file to its pin even when SHA256SUMS agrees with it.
+	layoutDir := layout(t, arts)
+	rep, err := VerifyArtifacts(context.Background(), layoutDir, arts)
+	if err != nil || rep.Err() == nil || !strings.Contains(rep.Err().Error(), "is not the "+hexA+" hybridctl pins") {
+		t.Errorf("verify against a pin: %v %v", err, rep.Err())
+	}
+}
+
+// TestDownloadRefusesDowngrade: a redirect from https to http is not
+// followed (the default client's rule; tests give their own client).
+func TestDownloadRefusesDowngrade(t *testing.T) {
+	from, _ := http.NewRequest(http.MethodGet, "https://github.com/x", nil)
+	to, _ := http.NewRequest(http.MethodGet, "http://objects.example/x", nil)
+	if err := noDowngrade(to, []*http.Request{from}); err == nil {
+		t.Error("https -> http followed")
+	}
+	toS, _ := http.NewRequest(http.MethodGet, "https://objects.example/x", nil)
+	if err := noDowngrade(toS, []*http.Request{from}); err != nil {
+		t.Errorf("https -> https: %v", err)
+	}
+	plain, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/x", nil)
+	if err := noDowngrade(plain, []*http.Request{plain}); err != nil {
+		t.Errorf("http -> http (a plain mirror): %v", err)
+	}
+	many := make([]*http.Request, 10)
+	for i := range many {
+		many[i] = from
+	}
+	if err := noDowngrade(toS, many); err == nil {
+		t.Error("an 11th redirect followed")
 	}
 }
