@@ -144,11 +144,21 @@ func FormatSums(sums []Sum) []byte {
 	return b.Bytes()
 }
 
-// ReadSums reads and parses file. A missing file is an error wrapping
-// fs.ErrNotExist.
+// ReadSums reads and parses file, which must be a regular file. A missing
+// file is an error wrapping fs.ErrNotExist; one that is not a regular file
+// or does not parse is a *SumsError.
 func ReadSums(ctx context.Context, file string) ([]Sum, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	// A FIFO or device would block or never end: only a regular file
+	// (through a link) is opened.
+	st, err := os.Stat(file)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &SumsError{File: file, Msg: fmt.Sprintf("not a regular file (%s)", st.Mode().Type())}
 	}
 	f, err := os.Open(file)
 	if err != nil {
