@@ -101,7 +101,8 @@ stage "lab up"
 stage "images into the lab registry"
 "$lab" push -f "$spec" >"$out/push.txt"
 stage "the bundle"
-"$lab" bundle -f "$spec" >/dev/null
+bundle_dir=$("$lab" bundle -f "$spec")
+"$("$lab" path hybridctl)" bundle verify -f "$spec" -d "$bundle_dir"
 
 read -r -a flags <<<"$("$lab" flags -f "$spec")"
 read -r -a reset_flags <<<"$("$lab" flags -f "$spec" --for reset)"
