@@ -80,6 +80,7 @@ failed phase); 2 usage error; 3 could not complete (I/O, unreachable API).`,
 	for _, c := range commands(s) {
 		root.AddCommand(c)
 	}
+	addCompletions(root)
 	return root
 }
 

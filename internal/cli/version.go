@@ -63,7 +63,15 @@ func newCompletionCmd(s Streams) *cobra.Command {
 		Short: "Print a shell completion script",
 		Long: `Print a shell completion script. For example, for bash:
 
-  source <(hybridctl completion bash)`,
+  source <(hybridctl completion bash)
+
+Besides commands and flags, values are completed: --context, --cluster and
+--user from the kubeconfig; -n from the cluster's namespaces (asked with a
+deadline of 3 s; nothing is offered when the cluster cannot be reached);
+--checks, --skip and --explain with check IDs and names; --only and
+--skip-phases with apply's or reset's phase names; --ignore-preflight-errors
+with the preflight check names; reset --node with the node names of the
+spec -f names; -o with the command's output formats.`,
 		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
