@@ -14,8 +14,10 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"text/template"
 
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
@@ -257,26 +259,59 @@ func (r *renderer) secretMode(n plan.Node) fs.FileMode {
 	return 0o644
 }
 
+// nodes renders each node's files; nodes are independent (the generators
+// only read the plan, the options and the parsed templates), so they are
+// rendered on every core and added in plan order.
 func (r *renderer) nodes() error {
-	for _, n := range r.plan.Nodes {
-		dir := "nodes/" + n.Name + "/"
-		if n.IsWindows() {
-			if err := r.addGen(dir+"prepare.ps1", 0o644, func() ([]byte, error) { return r.windowsPrepare(n) }); err != nil {
-				return err
+	first, _ := firstControlPlane(r.plan)
+	type gen struct {
+		path string
+		mode fs.FileMode
+		gen  func() ([]byte, error)
+	}
+	out := make([][]File, len(r.plan.Nodes))
+	errs := make([]error, len(r.plan.Nodes))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(r.plan.Nodes)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				n := r.plan.Nodes[i]
+				dir := "nodes/" + n.Name + "/"
+				var gens []gen
+				if n.IsWindows() {
+					gens = append(gens,
+						gen{dir + "prepare.ps1", 0o644, func() ([]byte, error) { return r.windowsPrepare(n) }},
+						gen{dir + "patches/kubeletconfiguration.yaml", 0o644, func() ([]byte, error) { return kubeletPatch(r.plan, n) }})
+				} else {
+					gens = append(gens, gen{dir + "prepare.sh", 0o755, func() ([]byte, error) { return r.linuxPrepare(n) }})
+				}
+				if n.Name != first.Name {
+					gens = append(gens, gen{dir + "join.yaml", r.secretMode(n), func() ([]byte, error) { return joinConfig(r.plan, n, r.opts) }})
+				}
+				for _, g := range gens {
+					b, err := g.gen()
+					if err != nil {
+						errs[i] = fmt.Errorf("render %s: %w", g.path, err)
+						break
+					}
+					out[i] = append(out[i], File{Path: g.path, Data: b, Mode: g.mode})
+				}
 			}
-			if err := r.addGen(dir+"patches/kubeletconfiguration.yaml", 0o644, func() ([]byte, error) { return kubeletPatch(r.plan, n) }); err != nil {
-				return err
-			}
-		} else {
-			if err := r.addGen(dir+"prepare.sh", 0o755, func() ([]byte, error) { return r.linuxPrepare(n) }); err != nil {
-				return err
-			}
+		}()
+	}
+	for i := range r.plan.Nodes {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return err
 		}
-		if first, _ := firstControlPlane(r.plan); n.Name != first.Name {
-			if err := r.addGen(dir+"join.yaml", r.secretMode(n), func() ([]byte, error) { return joinConfig(r.plan, n, r.opts) }); err != nil {
-				return err
-			}
-		}
+		r.files = append(r.files, out[i]...)
 	}
 	return nil
 }

@@ -8,8 +8,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Marker is the file WriteDir puts at the top of every output directory:
@@ -90,19 +93,8 @@ func WriteDir(ctx context.Context, dir string, files []File, force bool) (err er
 		}
 	}()
 	all := append([]File{{Path: Marker, Data: manifest(files), Mode: 0o644}}, files...)
-	dirs := map[string]bool{}
-	for _, f := range all {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := writeOne(tmp, f, dirs); err != nil {
-			return fmt.Errorf("output directory %s: %w", dir, err)
-		}
-	}
-	for d := range dirs {
-		if err := syncDir(d); err != nil {
-			return fmt.Errorf("output directory %s: %w", dir, err)
-		}
+	if err := writeAll(ctx, tmp, all); err != nil {
+		return fmt.Errorf("output directory %s: %w", dir, err)
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return fmt.Errorf("output directory %s: %w", dir, err)
@@ -125,21 +117,89 @@ func WriteDir(ctx context.Context, dir string, files []File, force bool) (err er
 	return syncDir(parent)
 }
 
-// writeOne writes f under root, creating its directories (recorded in dirs
-// for the final fsync).
-func writeOne(root string, f File, dirs map[string]bool) error {
-	rel := filepath.FromSlash(f.Path)
-	if !filepath.IsLocal(rel) {
-		return fmt.Errorf("%s: not a relative path inside the output directory", f.Path)
+// writeWorkers is how many files are written and fsynced at once: an
+// fsync mostly waits for the disk, and the file system commits concurrent
+// ones together.
+const writeWorkers = 128
+
+// writeAll writes files under root: first every directory, then the files
+// by writeWorkers workers (each file written, its mode set and fsynced),
+// then one fsync for each directory, deepest first, also concurrently.
+// Nothing outside root is touched; on error the caller removes root.
+func writeAll(ctx context.Context, root string, files []File) error {
+	dirSet := map[string]bool{}
+	paths := make([]string, len(files))
+	for i, f := range files {
+		rel := filepath.FromSlash(f.Path)
+		if !filepath.IsLocal(rel) {
+			return fmt.Errorf("%s: not a relative path inside the output directory", f.Path)
+		}
+		paths[i] = filepath.Join(root, rel)
+		for x := filepath.Dir(paths[i]); x != root && strings.HasPrefix(x, root); x = filepath.Dir(x) {
+			dirSet[x] = true
+		}
 	}
-	p := filepath.Join(root, rel)
-	d := filepath.Dir(p)
-	if err := os.MkdirAll(d, 0o755); err != nil {
+	dirs := make([]string, 0, len(dirSet))
+	for d := range dirSet {
+		dirs = append(dirs, d)
+	}
+	// Parents before children for Mkdir; children first for the fsyncs.
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	if err := parallel(ctx, len(files), func(i int) error { return writeOne(paths[i], files[i]) }); err != nil {
 		return err
 	}
-	for x := d; x != root && strings.HasPrefix(x, root); x = filepath.Dir(x) {
-		dirs[x] = true
+	slices.Reverse(dirs)
+	return parallel(ctx, len(dirs), func(i int) error { return syncDir(dirs[i]) })
+}
+
+// parallel runs do(0..n-1) on up to writeWorkers goroutines and returns
+// the first error (by index); after an error or a cancel no new call
+// starts.
+func parallel(ctx context.Context, n int, do func(int) error) error {
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var failed atomic.Bool
+	for range min(writeWorkers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if failed.Load() {
+					continue
+				}
+				if err := ctx.Err(); err != nil {
+					errs[i] = err
+				} else {
+					errs[i] = do(i)
+				}
+				if errs[i] != nil {
+					failed.Store(true)
+				}
+			}
+		}()
 	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeOne writes f at p (its directory exists), sets its mode exactly and
+// fsyncs it.
+func writeOne(p string, f File) error {
 	mode := f.Mode
 	if mode == 0 {
 		mode = 0o644
