@@ -1,51 +1,91 @@
 #!/usr/bin/env bash
-# Benchmarks for doctor and lint on a synthetic hybrid cluster (bench/gen).
+# Side-by-side benchmarks (issue 14). Each row is a Go benchmark that
+# measures hybridctl and its floor or peer in the same run and prints the
+# ratio; this script runs them and checks the issue's targets.
 #
-#   bench/run.sh lint   [NODES PODS]   lint on the cluster as files
-#   bench/run.sh doctor [NODES PODS]   doctor against the test API server loaded
-#                                      with it, beside the two LIST floors
+#   bench/run.sh [all|render|lint|doctor]
 #
-# Defaults: 5000 nodes, 150000 pods. Prints wall time, CPU time and peak RSS
-# (GNU time). doctor needs the test control plane (hack/testenv/testenv
-# build) and loads the objects first (~400 objects/s).
+#   render  render 1,000 nodes to disk, beside writing the same files one by
+#           one and without fsync                       (target: <= 1 s)
+#   lint    hybridctl lint beside kube-score v1.20.0 on the same YAML, at
+#           15,000 and 150,000 pods                      (>= 12x, <= 4 s, <= 250 MB)
+#   doctor  doctor beside the watch-cache LIST and informer floors, against
+#           the test API server loaded with 15,000 and 150,000 pods
+#                                                        (<= 1.2x, <= 120 MB)
+#
+# HYBRIDCTL_BENCH_SIZES overrides the sizes ("NODES:PODS ...", default
+# "500:15000 5000:150000"). kube-score is installed with go install from
+# the module proxy into ~/.cache/hybridctl/tools. doctor needs the test
+# control plane (hack/testenv/testenv build); loading 150,000 pods takes
+# minutes (~400 objects/s unloaded). Not part of the test command: too long.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-what=${1:-lint}
-nodes=${2:-5000}
-pods=${3:-150000}
-work=${BENCH_DIR:-${TMPDIR:-/tmp}/hybridctl-bench}
-data=$work/cluster-$nodes-$pods
-bin=$work/bin
-mkdir -p "$bin"
+what=${1:-all}
+sizes=${HYBRIDCTL_BENCH_SIZES:-500:15000 5000:150000}
+tools=${XDG_CACHE_HOME:-$HOME/.cache}/hybridctl/tools
+kube_score_version=v1.20.0
+export HYBRIDCTL_KUBE_SCORE=${HYBRIDCTL_KUBE_SCORE:-$tools/kube-score}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
 
-go build -o "$bin/hybridctl" ./cmd/hybridctl
-go build -o "$bin/floor" ./bench/floor
-if [ ! -d "$data" ]; then
-	go run ./bench/gen -o "$data" -nodes "$nodes" -pods "$pods"
-fi
-fmt='%e s wall, %U s user, %S s sys, %M KB peak RSS'
+echo "bench/run.sh $what on $(nproc) cores, $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+
+bench() {
+	go test -run '^$' -timeout 0 "$@" | tee -a "$out"
+}
+
+run_render() {
+	bench -bench '^BenchmarkRenderWrite1000Nodes$' -benchtime 3x ./internal/render/
+}
+
+run_lint() {
+	if [ ! -x "$HYBRIDCTL_KUBE_SCORE" ]; then
+		echo "installing kube-score $kube_score_version into $tools"
+		GOBIN=$tools go install "github.com/zegl/kube-score/cmd/kube-score@$kube_score_version"
+	fi
+	for s in $sizes; do
+		echo "== lint, ${s%%:*} nodes, ${s##*:} pods"
+		HYBRIDCTL_BENCH_NODES=${s%%:*} HYBRIDCTL_BENCH_PODS=${s##*:} \
+			bench -bench '^BenchmarkLint$' -benchtime 1x ./bench/
+	done
+}
+
+run_doctor() {
+	for s in $sizes; do
+		echo "== doctor, ${s%%:*} nodes, ${s##*:} pods"
+		HYBRIDCTL_BENCH_NODES=${s%%:*} HYBRIDCTL_BENCH_PODS=${s##*:} \
+			bench -bench '^BenchmarkDoctor$' -benchtime 1x ./bench/
+	done
+}
 
 case $what in
-lint)
-	echo "lint: $nodes nodes, $pods pods as files ($(du -sh "$data" | cut -f1))"
-	/usr/bin/time -f "lint: $fmt" "$bin/hybridctl" lint "$data" --fail-on none >/dev/null
-	;;
-doctor)
-	inner=$work/doctor-inner.sh
-	cat >"$inner" <<INNER
-#!/usr/bin/env bash
-set -euo pipefail
-/usr/bin/time -f "floor paginate: $fmt" "$bin/floor" -mode paginate
-/usr/bin/time -f "floor cache: $fmt" "$bin/floor" -mode cache
-/usr/bin/time -f "doctor: $fmt" "$bin/hybridctl" doctor --fail-on none >/dev/null
-INNER
-	chmod +x "$inner"
-	echo "doctor: $nodes nodes, $pods pods loaded into the test API server"
-	/usr/bin/time -f "load + runs: %e s wall" hack/testenv/testenv run --calico --load "$data" -- "$inner"
+render) run_render ;;
+lint) run_lint ;;
+doctor) run_doctor ;;
+all)
+	run_render
+	run_lint
+	run_doctor
 	;;
 *)
-	echo "usage: bench/run.sh lint|doctor [NODES PODS]" >&2
+	echo "usage: bench/run.sh [all|render|lint|doctor]" >&2
 	exit 2
 	;;
 esac
+
+echo "load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== targets (issue 14)"
+# Benchmark lines are "Name-N  runs  value unit  value unit ...".
+awk '
+function check(name, unit, op, target,   i) {
+	for (i = 3; i < NF; i += 2) {
+		if ($(i + 1) != unit) continue
+		ok = (op == "<=") ? ($i + 0 <= target) : ($i + 0 >= target)
+		printf "%-7s %-28s %-34s %-14s %9.3f %s %s\n", (ok ? "met" : "MISSED"), name, $1, unit, $i, op, target
+	}
+}
+/^BenchmarkRenderWrite/ { check("render 1,000 nodes", "render-s", "<=", 1) }
+/^BenchmarkLint/        { check("lint vs kube-score", "x-kube-score", ">=", 12); check("lint", "lint-s", "<=", 4); check("lint", "lint-MB", "<=", 250) }
+/^BenchmarkDoctor/      { check("doctor vs watch-cache LIST", "x-list", "<=", 1.2); check("doctor", "doctor-MB", "<=", 120) }
+' "$out"

@@ -1,14 +1,13 @@
-// Command gen writes a synthetic hybrid cluster as manifest files, for the
+// Package gen writes a synthetic hybrid cluster as manifest files, for the
 // lint benchmark (and, loaded into the test API server, for doctor):
-// -nodes nodes (10% Windows, half on build 20348, half on 26100) and -pods
+// nodes (10% Windows, half on build 20348, half on 26100) and pods
 // pods owned by ReplicaSets of Deployments and by DaemonSets, plus the
 // controllers, RuntimeClasses and the guide's Calico objects. The cluster
 // is correct: lint on it reports nothing at warning or above.
-package main
+package gen
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,31 +16,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-func main() {
-	out := flag.String("o", "", "output directory (created)")
-	nodes := flag.Int("nodes", 5000, "number of nodes")
-	pods := flag.Int("pods", 150000, "number of pods")
-	perFile := flag.Int("per-file", 10000, "objects per pods file")
-	asJSON := flag.Bool("json", false, "write each file as a JSON List (kubectl get -o json style) instead of YAML")
-	flag.Parse()
-	if *out == "" {
-		fmt.Fprintln(os.Stderr, "gen: -o DIR is required")
-		os.Exit(2)
-	}
-	if err := run(*out, *nodes, *pods, *perFile); err != nil {
-		fmt.Fprintln(os.Stderr, "gen:", err)
-		os.Exit(1)
-	}
-	if *asJSON {
-		if err := toJSON(*out); err != nil {
-			fmt.Fprintln(os.Stderr, "gen:", err)
-			os.Exit(1)
-		}
-	}
-}
-
-// toJSON rewrites every YAML file in dir as a JSON List.
-func toJSON(dir string) error {
+// ToJSON rewrites every YAML file in dir as a JSON List.
+func ToJSON(dir string) error {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		return err
@@ -101,7 +77,9 @@ func (f *file) close() error {
 	return f.f.Close()
 }
 
-func run(dir string, nNodes, nPods, perFile int) error {
+// Write writes the cluster into dir (created): nNodes nodes, nPods pods,
+// at most perFile objects in each pods file.
+func Write(dir string, nNodes, nPods, perFile int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

@@ -1,0 +1,322 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/hybridctl/hybridctl/bench/internal/gen"
+	"github.com/hybridctl/hybridctl/internal/checks"
+	"github.com/hybridctl/hybridctl/internal/cli"
+	"github.com/hybridctl/hybridctl/internal/testenv"
+)
+
+// The cluster's size: HYBRIDCTL_BENCH_NODES and HYBRIDCTL_BENCH_PODS
+// (default 500 nodes, 15,000 pods).
+func sizes(b *testing.B) (nodes, pods int) {
+	nodes, pods = 500, 15000
+	for _, v := range []struct {
+		name string
+		p    *int
+	}{{"HYBRIDCTL_BENCH_NODES", &nodes}, {"HYBRIDCTL_BENCH_PODS", &pods}} {
+		if s := os.Getenv(v.name); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 10 {
+				b.Fatalf("%s=%q: want a number of at least 10", v.name, s)
+			}
+			*v.p = n
+		}
+	}
+	return nodes, pods
+}
+
+// cluster writes the synthetic cluster (bench/gen) into a temporary
+// directory and returns it.
+func cluster(b *testing.B, nodes, pods int) string {
+	dir := filepath.Join(b.TempDir(), "cluster")
+	if err := gen.Write(dir, nodes, pods, 10000); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+// usage is what one run cost: wall time, CPU time, peak RSS.
+type usage struct {
+	wall, cpu time.Duration
+	mb        float64 // peak RSS of the process while it ran
+	base      float64 // RSS of the process when it started
+	runs      int
+}
+
+func (u *usage) add(v usage) {
+	u.wall += v.wall
+	u.cpu += v.cpu
+	u.mb = max(u.mb, v.mb)
+	u.base = max(u.base, v.base)
+	u.runs++
+}
+
+func (u usage) s() float64    { return u.wall.Seconds() / float64(u.runs) }
+func (u usage) cpuS() float64 { return u.cpu.Seconds() / float64(u.runs) }
+
+// measure runs f in this process and returns its wall time, CPU time and
+// the process's peak RSS while it ran (name-MB), which includes what the
+// test process held before (the cluster's files read, the client): the
+// growth over that (name-grew-MB) is reported too. kube-score runs as its
+// own process: its figure is its own peak RSS.
+func measure(b *testing.B, f func() error) usage {
+	b.Helper()
+	if err := resetPeak(); err != nil {
+		b.Fatal(err)
+	}
+	base, err := rssMB()
+	if err != nil {
+		b.Fatal(err)
+	}
+	t, c := time.Now(), cpuTime()
+	if err := f(); err != nil {
+		b.Fatal(err)
+	}
+	u := usage{wall: time.Since(t), cpu: cpuTime() - c}
+	mb, err := peakMB()
+	if err != nil {
+		b.Fatal(err)
+	}
+	u.mb, u.base = mb, base
+	return u
+}
+
+// report puts a phase's figures into the benchmark's line.
+func report(b *testing.B, name string, u usage) {
+	b.ReportMetric(u.s(), name+"-s")
+	b.ReportMetric(u.cpuS(), name+"-cpu-s")
+	b.ReportMetric(u.mb, name+"-MB")
+	if u.base > 0 {
+		b.ReportMetric(u.mb-u.base, name+"-grew-MB")
+	}
+}
+
+// kubeScore is the kube-score v1.20.0 binary: $HYBRIDCTL_KUBE_SCORE, or
+// where bench/run.sh installs it.
+func kubeScore(b *testing.B) string {
+	if p := os.Getenv("HYBRIDCTL_KUBE_SCORE"); p != "" {
+		return p
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := filepath.Join(home, ".cache", "hybridctl", "tools", "kube-score")
+	if _, err := os.Stat(p); err != nil {
+		b.Fatalf("kube-score: %v: bench/run.sh installs it (go install github.com/zegl/kube-score/cmd/kube-score@v1.20.0), or set HYBRIDCTL_KUBE_SCORE", err)
+	}
+	return p
+}
+
+// BenchmarkLint is `hybridctl lint DIR` on the synthetic cluster as YAML
+// files, in this process, beside kube-score v1.20.0 (`kube-score score`)
+// on the same files in the same run. It reports both runs' time, CPU time
+// and peak RSS, and x-kube-score, how many times faster lint is (the
+// issue's target: at least 12 at 150,000 pods, in at most 4 s and 250 MB).
+//
+//	HYBRIDCTL_BENCH_NODES=5000 HYBRIDCTL_BENCH_PODS=150000 \
+//	  go test -run '^$' -bench Lint -benchtime 1x -timeout 0 ./bench/
+func BenchmarkLint(b *testing.B) {
+	nodes, pods := sizes(b)
+	b.Run(fmt.Sprintf("pods=%d", pods), func(b *testing.B) { benchLint(b, nodes, pods) })
+}
+
+func benchLint(b *testing.B, nodes, pods int) {
+	ks := kubeScore(b)
+	dir := cluster(b, nodes, pods)
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		b.Fatalf("no YAML files in %s: %v", dir, err)
+	}
+	ctx := context.Background()
+	var lint, peer usage
+	for b.Loop() {
+		lint.add(measure(b, func() error {
+			var out, errOut bytes.Buffer
+			if code := cli.Main(ctx, []string{"lint", "--fail-on", "warning", dir}, strings.NewReader(""), &out, &errOut); code != 0 {
+				return fmt.Errorf("lint: exit %d (the synthetic cluster is correct): %s\n%.2000s", code, errOut.String(), out.String())
+			}
+			return nil
+		}))
+
+		var out bytes.Buffer
+		cmd := exec.CommandContext(ctx, ks, append([]string{"score", "--output-format", "ci"}, files...)...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		t := time.Now()
+		err := cmd.Run()
+		wall := time.Since(t)
+		// kube-score exits 1 when it has a finding; it has some on every
+		// pod (no resource limits, no network policy): that it scored
+		// them all is checked by counting the pods it names.
+		var exit *exec.ExitError
+		if err != nil && (!errors.As(err, &exit) || exit.ExitCode() != 1) {
+			b.Fatalf("kube-score: %v\n%.2000s", err, out.String())
+		}
+		if n := bytes.Count(out.Bytes(), []byte("v1/Pod ")) + bytes.Count(out.Bytes(), []byte("/Pod/")); n == 0 {
+			b.Fatalf("kube-score named no pod:\n%.2000s", out.String())
+		}
+		cpu, mb := childUsage(cmd.ProcessState)
+		peer.add(usage{wall: wall, cpu: cpu, mb: mb})
+	}
+	report(b, "lint", lint)
+	report(b, "kube-score", peer)
+	b.ReportMetric(peer.s()/lint.s(), "x-kube-score")
+	b.ReportMetric(peer.cpuS()/lint.cpuS(), "x-kube-score-cpu")
+}
+
+// BenchmarkDoctor is `hybridctl doctor` (checks.Audit, every check) against
+// the test API server loaded with the synthetic cluster, beside two floors
+// read in the same run, in this process, from the same server:
+//
+//   - list: one LIST of each core resource type doctor reads, served from
+//     the watch cache (resourceVersion=0), every response held;
+//   - informer: client-go informers for the same types, started and
+//     synced (their caches filled), as a controller would.
+//
+// The floors read typed objects and skip the Calico kinds (a handful of
+// objects). It reports each run's time, CPU time and peak RSS, and
+// x-list and x-informer, doctor's time over each floor's (the issue's
+// target: at most 1.2 times the cache floor, in at most 120 MB).
+// Loading the objects into the server is not timed (~400 objects/s
+// unloaded).
+//
+//	HYBRIDCTL_BENCH_PODS=15000 go test -run '^$' -bench Doctor -benchtime 1x -timeout 0 ./bench/
+func BenchmarkDoctor(b *testing.B) {
+	nodes, pods := sizes(b)
+	b.Run(fmt.Sprintf("pods=%d", pods), func(b *testing.B) { benchDoctor(b, nodes, pods) })
+}
+
+func benchDoctor(b *testing.B, nodes, pods int) {
+	dir := cluster(b, nodes, pods)
+	t := time.Now()
+	env := testenv.StartT(b, testenv.Options{Calico: true, Load: []string{dir}})
+	b.Logf("test API server loaded with %d nodes and %d pods in %s", nodes, pods, time.Since(t).Round(time.Second))
+	cfg := env.AdminConfig()
+	cfg.QPS, cfg.Burst = 50, 100 // doctor's own
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var doctor, list, informer usage
+	for b.Loop() {
+		doctor.add(measure(b, func() error {
+			res, n, err := checks.Audit(ctx, cfg, checks.Options{}, "")
+			if err != nil {
+				return err
+			}
+			if n < nodes+pods {
+				return fmt.Errorf("doctor read %d objects, fewer than the %d nodes and pods", n, nodes+pods)
+			}
+			for _, f := range res.Findings {
+				if f.Severity != checks.Info {
+					return fmt.Errorf("doctor has a finding on the correct cluster: %s %s: %s", f.Check, f.Object, f.Message)
+				}
+			}
+			return nil
+		}))
+		list.add(measure(b, func() error {
+			n, err := listFloor(ctx, cs)
+			if err == nil && n < nodes+pods {
+				err = fmt.Errorf("list floor read %d objects", n)
+			}
+			return err
+		}))
+		informer.add(measure(b, func() error {
+			n, err := informerFloor(cs)
+			if err == nil && n < nodes+pods {
+				err = fmt.Errorf("informer floor read %d objects", n)
+			}
+			return err
+		}))
+	}
+	report(b, "doctor", doctor)
+	report(b, "list", list)
+	report(b, "informer", informer)
+	b.ReportMetric(doctor.s()/list.s(), "x-list")
+	b.ReportMetric(doctor.s()/informer.s(), "x-informer")
+}
+
+// listFloor LISTs each core type doctor reads from the watch cache and
+// holds every response until the end; it returns the number of objects.
+func listFloor(ctx context.Context, cs kubernetes.Interface) (int, error) {
+	o := metav1.ListOptions{ResourceVersion: "0"}
+	var held []any
+	n := 0
+	add := func(obj any, items int, err error) error {
+		held = append(held, obj)
+		n += items
+		return err
+	}
+	lists := []func() error{
+		func() error { l, err := cs.CoreV1().Nodes().List(ctx, o); return add(l, len(l.Items), err) },
+		func() error { l, err := cs.CoreV1().Namespaces().List(ctx, o); return add(l, len(l.Items), err) },
+		func() error { l, err := cs.CoreV1().Pods("").List(ctx, o); return add(l, len(l.Items), err) },
+		func() error { l, err := cs.CoreV1().Services("").List(ctx, o); return add(l, len(l.Items), err) },
+		func() error { l, err := cs.CoreV1().ConfigMaps("").List(ctx, o); return add(l, len(l.Items), err) },
+		func() error { l, err := cs.AppsV1().DaemonSets("").List(ctx, o); return add(l, len(l.Items), err) },
+		func() error { l, err := cs.AppsV1().Deployments("").List(ctx, o); return add(l, len(l.Items), err) },
+		func() error { l, err := cs.AppsV1().StatefulSets("").List(ctx, o); return add(l, len(l.Items), err) },
+		func() error { l, err := cs.AppsV1().ReplicaSets("").List(ctx, o); return add(l, len(l.Items), err) },
+		func() error { l, err := cs.BatchV1().Jobs("").List(ctx, o); return add(l, len(l.Items), err) },
+		func() error { l, err := cs.BatchV1().CronJobs("").List(ctx, o); return add(l, len(l.Items), err) },
+		func() error { l, err := cs.NodeV1().RuntimeClasses().List(ctx, o); return add(l, len(l.Items), err) },
+		func() error {
+			l, err := cs.CertificatesV1().CertificateSigningRequests().List(ctx, o)
+			return add(l, len(l.Items), err)
+		},
+	}
+	for _, l := range lists {
+		if err := l(); err != nil {
+			return 0, err
+		}
+	}
+	_ = held
+	return n, nil
+}
+
+// informerFloor starts informers for the same types, waits until their
+// caches are filled and returns the number of objects they hold.
+func informerFloor(cs kubernetes.Interface) (int, error) {
+	f := informers.NewSharedInformerFactory(cs, 0)
+	infs := []cache.SharedIndexInformer{
+		f.Core().V1().Nodes().Informer(), f.Core().V1().Namespaces().Informer(), f.Core().V1().Pods().Informer(),
+		f.Core().V1().Services().Informer(), f.Core().V1().ConfigMaps().Informer(),
+		f.Apps().V1().DaemonSets().Informer(), f.Apps().V1().Deployments().Informer(),
+		f.Apps().V1().StatefulSets().Informer(), f.Apps().V1().ReplicaSets().Informer(),
+		f.Batch().V1().Jobs().Informer(), f.Batch().V1().CronJobs().Informer(),
+		f.Node().V1().RuntimeClasses().Informer(), f.Certificates().V1().CertificateSigningRequests().Informer(),
+	}
+	stop := make(chan struct{})
+	defer f.Shutdown()
+	defer close(stop)
+	f.Start(stop)
+	for typ, ok := range f.WaitForCacheSync(stop) {
+		if !ok {
+			return 0, fmt.Errorf("informer for %v did not sync", typ)
+		}
+	}
+	n := 0
+	for _, inf := range infs {
+		n += len(inf.GetStore().ListKeys())
+	}
+	return n, nil
+}
