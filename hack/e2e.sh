@@ -254,8 +254,10 @@ stage "the in-cluster CSR approver (hybridctl's image) approves a node that join
 registry=$(jq -r .registry <<<"$plan")
 "$hybridctl" render -f "$spec" -o "$out/render" --csr-approver-image "$registry/hybridctl-lab/hybridctl:lab" >/dev/null
 kubectl apply -f "$out/render/cluster/csr-approver.yaml" >/dev/null
-approver_ns=$(jq -r 'select(.kind == "Deployment") | .metadata.namespace' <(kubectl create --dry-run=client -f "$out/render/cluster/csr-approver.yaml" -o json))
-check "the in-cluster approver runs" kubectl -n "$approver_ns" rollout status deployment --timeout=5m
+approver=$(kubectl create --dry-run=client -f "$out/render/cluster/csr-approver.yaml" -o json |
+	jq -r '(.items // [.])[] | select(.kind == "Deployment") | "\(.metadata.namespace) \(.metadata.name)"')
+read -r approver_ns approver_name <<<"$approver"
+check "the in-cluster approver runs" kubectl -n "$approver_ns" rollout status "deployment/$approver_name" --timeout=5m
 "$hybridctl" reset -f "$spec" "${reset_flags[@]}" --node "$victim" --yes -o json >"$out/reset-victim.json" || true
 events <"$out/reset-victim.json"
 check "$victim reset and removed" test "$(kubectl get node "$victim" -o name 2>/dev/null)" = ""
@@ -272,7 +274,7 @@ for _ in $(seq 60); do
 	sleep 5
 done
 check "$victim's new serving CSR approved without apply's approval phase" test "$approved" -gt 0
-check "the approver's log names $victim" sh -c "'$kubectl_bin' --kubeconfig '$kubeconfig' --context '$cluster' -n '$approver_ns' logs deployment/hybridctl-csr-approver | grep -q '$victim'"
+check "the approver's log names $victim" sh -c "'$kubectl_bin' --kubeconfig '$kubeconfig' --context '$cluster' -n '$approver_ns' logs 'deployment/$approver_name' | grep -q '$victim'"
 check "$victim Ready again" kubectl wait --for=condition=Ready "node/$victim" --timeout=5m
 
 if [ "$keep" = 1 ]; then
