@@ -1,0 +1,156 @@
+package connectivity
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Formats are the output formats of check connectivity.
+func Formats() []string { return []string{"table", "json", "junit"} }
+
+// Write writes the report in format.
+func Write(w io.Writer, format string, rep *Report) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	case "junit":
+		return writeJUnit(w, rep)
+	case "table":
+		return writeTable(w, rep)
+	}
+	return fmt.Errorf("unknown output format %q (want %s)", format, strings.Join(Formats(), ", "))
+}
+
+func resultWord(o Outcome) string {
+	switch {
+	case o.Result == Pass:
+		return "pass"
+	case o.Result == Fail:
+		return "FAIL"
+	case o.NotRun:
+		return "not run"
+	}
+	return "skipped"
+}
+
+func writeTable(w io.Writer, rep *Report) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TEST\tFROM\tTO\tRESULT\tREASON")
+	for _, o := range rep.Tests {
+		reason := o.Reason
+		if o.Result == Fail {
+			reason = "see below"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Name, o.From, o.To, resultWord(o), reason)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, o := range rep.Tests {
+		if o.Result != Fail {
+			continue
+		}
+		fmt.Fprintf(w, "\nFAIL %s: %s → %s\n  cause:   %s\n", o.Name, o.From, o.To, o.Reason)
+		if o.Evidence != nil {
+			fmt.Fprintf(w, "  command: %s\n", o.Evidence.Command)
+			if o.Evidence.ExitCode != nil {
+				fmt.Fprintf(w, "  exit:    %d (after %d attempts)\n", *o.Evidence.ExitCode, o.Evidence.Attempts)
+			}
+			if o.Evidence.Output != "" {
+				fmt.Fprintf(w, "  output:  %s\n", strings.ReplaceAll(o.Evidence.Output, "\n", "\n           "))
+			}
+		}
+		if o.Fix != "" {
+			fmt.Fprintf(w, "  fix:     %s\n", o.Fix)
+		}
+	}
+	for _, p := range rep.Problems {
+		fmt.Fprintf(w, "\nproblem: %s\n", p)
+	}
+	s := rep.Summary
+	_, err := fmt.Fprintf(w, "\n%d passed, %d failed, %d skipped, %d not run (namespace %s)\n", s.Pass, s.Fail, s.Skipped, s.NotRun, rep.Namespace)
+	return err
+}
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Body    string `xml:",chardata"`
+}
+
+// writeJUnit writes one testsuite per test and one testcase per action;
+// skipped and not-run actions are <skipped message=...>. It is written also
+// when setup failed: every action is then a skipped testcase.
+func writeJUnit(w io.Writer, rep *Report) error {
+	all := junitSuites{Name: "hybridctl check connectivity"}
+	idx := map[string]int{}
+	for _, o := range rep.Tests {
+		i, ok := idx[o.Name]
+		if !ok {
+			i = len(all.Suites)
+			idx[o.Name] = i
+			all.Suites = append(all.Suites, junitSuite{Name: o.Name})
+		}
+		s := &all.Suites[i]
+		c := junitCase{Name: o.From + " → " + o.To, Classname: "connectivity." + o.Name}
+		switch o.Result {
+		case Fail:
+			body := ""
+			if o.Evidence != nil {
+				body = "command: " + o.Evidence.Command + "\noutput: " + o.Evidence.Output
+			}
+			if o.Fix != "" {
+				body += "\nfix: " + o.Fix
+			}
+			c.Failure = &junitMessage{Message: o.Reason, Body: body}
+			s.Failures++
+			all.Failures++
+		case Skipped:
+			c.Skipped = &junitMessage{Message: o.Reason}
+			s.Skipped++
+			all.Skipped++
+		}
+		s.Tests++
+		all.Tests++
+		s.Cases = append(s.Cases, c)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(all); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
