@@ -3,6 +3,7 @@ package connectivity
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -362,6 +363,24 @@ func TestPodsByOS(t *testing.T) {
 			if pod.Spec.HostNetwork && !slices.Equal(c.Args, kit.Sleep) || !pod.Spec.HostNetwork && !slices.Equal(c.Args, kit.Serve) {
 				t.Errorf("%s args %q", pod.Name, c.Args)
 			}
+		}
+	}
+}
+
+// TestDocTable keeps docs/connectivity.md's table equal to Tests().
+func TestDocTable(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/connectivity.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := DocTable()
+	begin, end := "<!-- BEGIN connectivity tests: generated, do not edit -->\n", "<!-- END connectivity tests -->"
+	if !strings.Contains(string(doc), begin+table+end) {
+		t.Errorf("docs/connectivity.md's table of tests is stale; replace it with:\n\n%s", table)
+	}
+	for _, n := range Names() {
+		if !strings.Contains(table, "| `"+n+"` |") {
+			t.Errorf("table lacks %s", n)
 		}
 	}
 }

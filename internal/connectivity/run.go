@@ -666,14 +666,17 @@ func (r *Runner) cleanup(ctx context.Context, p *Plan, st *state) error {
 	del := metav1.DeleteOptions{GracePeriodSeconds: &grace}
 	type obj struct {
 		kind, ns, name string
-		del           func() error
-		get           func() error
+		del            func() error
+		get            func() error
 	}
 	var objs []obj
 	for _, pod := range st.pods {
 		objs = append(objs, obj{"pod", pod.Namespace, pod.Name,
 			func() error { return cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, del) },
-			func() error { _, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{}); return err }})
+			func() error {
+				_, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+				return err
+			}})
 	}
 	for _, svc := range st.services {
 		objs = append(objs, obj{"Service", svc.Namespace, svc.Name,
