@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hybridctl/hybridctl/internal/checks"
+	"github.com/hybridctl/hybridctl/internal/connectivity"
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
 	"github.com/hybridctl/hybridctl/internal/provision/apply"
 	"github.com/hybridctl/hybridctl/internal/provision/preflight"
@@ -30,18 +31,19 @@ const NamespaceCompletionTimeout = 3 * time.Second
 // help). Commands whose -o is a file or directory are not here.
 func outputValues() map[string][]string {
 	return map[string][]string{
-		"hybridctl plan":              {"table", "json", "yaml"},
-		"hybridctl apply":             {"text", "json"},
-		"hybridctl reset":             {"text", "json"},
-		"hybridctl csr approve":       {"table", "json"},
-		"hybridctl kubeconfig import": {"table", "json"},
-		"hybridctl kubeconfig list":   {"table", "json"},
-		"hybridctl kubeconfig remove": {"table", "json"},
-		"hybridctl version":           {"text", "json"},
-		"hybridctl bundle list":       {"table", "json"},
-		"hybridctl bundle verify":     {"table", "json"},
-		"hybridctl doctor":            report.Formats(),
-		"hybridctl lint":              report.Formats(),
+		"hybridctl plan":               {"table", "json", "yaml"},
+		"hybridctl apply":              {"text", "json"},
+		"hybridctl reset":              {"text", "json"},
+		"hybridctl csr approve":        {"table", "json"},
+		"hybridctl kubeconfig import":  {"table", "json"},
+		"hybridctl kubeconfig list":    {"table", "json"},
+		"hybridctl kubeconfig remove":  {"table", "json"},
+		"hybridctl version":            {"text", "json"},
+		"hybridctl bundle list":        {"table", "json"},
+		"hybridctl bundle verify":      {"table", "json"},
+		"hybridctl doctor":             report.Formats(),
+		"hybridctl lint":               report.Formats(),
+		"hybridctl check connectivity": connectivity.Formats(),
 	}
 }
 
@@ -73,6 +75,9 @@ func flagCompletions() []flagCompletion {
 		{"skip-phases", provisioning, completePhases},
 		{"ignore-preflight-errors", nil, fixed(true, append(preflight.Names(), "all")...)},
 		{"node", func(cmd *cobra.Command) bool { return cmd.Name() == "reset" }, completeNodes},
+		{"tests", nil, fixed(true, connectivity.Names()...)},
+		{"skip", func(cmd *cobra.Command) bool { return cmd.Flags().Lookup("tests") != nil }, fixed(true, connectivity.Names()...)},
+		{"probe-kit", nil, fixed(false, connectivity.KitNames()...)},
 	}
 }
 
