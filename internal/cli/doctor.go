@@ -16,6 +16,7 @@ import (
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/report"
 	"github.com/hybridctl/hybridctl/internal/snapshot"
+	"github.com/hybridctl/hybridctl/internal/termcolor"
 )
 
 // auditFlags are the flags doctor and lint share.
@@ -139,7 +140,13 @@ func (f *auditFlags) finish(s Streams, tool string, snap *snapshot.Snapshot, opt
 
 // report writes the findings and maps them to the exit code.
 func (f *auditFlags) report(s Streams, tool string, res *checks.Result, objects int) error {
-	if err := report.Write(s.Out, f.output, tool, res, objects); err != nil {
+	var err error
+	if f.output == "table" {
+		err = report.TableColor(s.Out, res, objects, termcolor.Auto(s.Out, os.Getenv))
+	} else {
+		err = report.Write(s.Out, f.output, tool, res, objects)
+	}
+	if err != nil {
 		return Incomplete(fmt.Errorf("write report: %w", err))
 	}
 	if f.failOn == "none" {

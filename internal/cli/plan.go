@@ -2,8 +2,10 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
 
 	"github.com/hybridctl/hybridctl/internal/plan"
+	"github.com/hybridctl/hybridctl/internal/termcolor"
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 )
@@ -70,7 +72,7 @@ invalid; 2 usage error; 3 the file could not be read.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(p)
 			}
-			return p.WriteText(s.Out)
+			return p.WriteTextColor(s.Out, termcolor.Auto(s.Out, os.Getenv))
 		},
 	}
 	o.spec.add(cmd)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hybridctl/hybridctl/internal/spec"
+	"github.com/hybridctl/hybridctl/internal/termcolor"
 	"github.com/spf13/cobra"
 )
 
@@ -97,8 +98,9 @@ func (f *specFlags) load(ctx context.Context, in io.Reader, errOut io.Writer) (*
 		return nil, &ExitError{Code: ExitProblem, Err: r.Err(), Silent: true}
 	}
 	if r.Err() != nil {
+		pal := termcolor.Auto(errOut, os.Getenv)
 		for _, d := range r.Diagnostics {
-			fmt.Fprintln(errOut, d.String())
+			fmt.Fprintln(errOut, pal.Severity(string(d.Severity), d.String()))
 		}
 		if n := len(r.Diagnostics.Errors()); n == 1 {
 			fmt.Fprintf(errOut, "%s: 1 error; the spec is invalid\n", r.File)

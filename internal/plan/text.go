@@ -5,11 +5,18 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/hybridctl/hybridctl/internal/termcolor"
 )
 
 // WriteText writes the plan for people: nodes, networks, overlay, ports,
 // DNS records, warnings and the topology diagram.
 func (p *Plan) WriteText(w io.Writer) error {
+	return p.WriteTextColor(w, termcolor.Palette{})
+}
+
+// WriteTextColor is WriteText with the warnings painted by pal.
+func (p *Plan) WriteTextColor(w io.Writer, pal termcolor.Palette) error {
 	ew := &errWriter{w: w}
 	ew.printf("Cluster %s: Kubernetes %s, API %s\n\n", p.Cluster, p.KubernetesVersion, p.ControlPlaneEndpoint)
 
@@ -110,12 +117,13 @@ func (p *Plan) WriteText(w io.Writer) error {
 	}
 	_ = tw.Flush()
 
-	ew.printf("\nWARNINGS\n")
 	if len(p.Warnings) == 0 {
-		ew.printf("none\n")
+		ew.printf("\nWARNINGS\nnone\n")
+	} else {
+		ew.printf("\n%s\n", pal.Severity("warning", "WARNINGS"))
 	}
 	for _, wn := range p.Warnings {
-		ew.printf("- %s: %s [%s]\n", wn.Path, wn.Message, wn.Check)
+		ew.printf("- %s: %s [%s]\n", wn.Path, wn.Message, pal.Severity("warning", wn.Check))
 	}
 
 	ew.printf("\nTOPOLOGY\n%s", p.Diagram())

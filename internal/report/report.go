@@ -14,6 +14,7 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/snapshot"
+	"github.com/hybridctl/hybridctl/internal/termcolor"
 )
 
 // InputRuleID and InputRuleName name the input diagnostics (documents
@@ -117,12 +118,18 @@ func JSON(w io.Writer, r *checks.Result, objects int) error {
 
 // Table writes findings grouped by severity, each with its one-line fix.
 func Table(w io.Writer, r *checks.Result, objects int) error {
+	return TableColor(w, r, objects, termcolor.Palette{})
+}
+
+// TableColor is Table with the severities (section headings, check IDs,
+// input diagnostics) painted by pal; with pal off it is Table.
+func TableColor(w io.Writer, r *checks.Result, objects int, pal termcolor.Palette) error {
 	sum := Summarize(r, objects)
 	bw := &errWriter{w: w}
 	if len(r.Diagnostics) > 0 {
 		bw.printf("INPUT (%d)\n", len(r.Diagnostics))
 		for _, d := range r.Diagnostics {
-			bw.printf("  %s:%d %s\n", d.File, d.Line, d.Severity)
+			bw.printf("  %s:%d %s\n", d.File, d.Line, pal.Severity(string(d.Severity), string(d.Severity)))
 			bw.printf("      %s\n", d.Message)
 			if d.Fix != "" {
 				bw.printf("      fix: %s\n", d.Fix)
@@ -140,13 +147,13 @@ func Table(w io.Writer, r *checks.Result, objects int) error {
 		if len(fs) == 0 {
 			continue
 		}
-		bw.printf("%s (%d)\n", strings.ToUpper(string(sev)), len(fs))
+		bw.printf("%s\n", pal.Severity(string(sev), fmt.Sprintf("%s (%d)", strings.ToUpper(string(sev)), len(fs))))
 		for _, f := range fs {
 			where := f.Object.Kind + " " + qualified(f.Object.Namespace, f.Object.Name)
 			if f.Source.File != "" {
 				where = fmt.Sprintf("%s:%d %s", f.Source.File, f.Source.Line, where)
 			}
-			bw.printf("  %s %s  %s\n", f.Check, f.Name, where)
+			bw.printf("  %s %s  %s\n", pal.Severity(string(sev), f.Check), f.Name, where)
 			bw.printf("      %s\n", f.Message)
 			bw.printf("      fix: %s\n", f.Fix)
 		}

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/snapshot"
+	"github.com/hybridctl/hybridctl/internal/termcolor"
 )
 
 // sample is a result with one finding of each severity (one from a
@@ -353,5 +355,30 @@ func TestWriteErrorsReachTheCaller(t *testing.T) {
 	}
 	if err := Write(&bytes.Buffer{}, "yaml", "lint", sample(), 1); err == nil || !strings.Contains(err.Error(), "table, json, sarif, junit") {
 		t.Errorf("unknown format: %v", err)
+	}
+}
+
+// TestTableColor: painted, the table has the severity colours on its
+// headings and check IDs, and nothing else changes: without the escape
+// codes it is Table's output byte for byte.
+func TestTableColor(t *testing.T) {
+	var plain, painted bytes.Buffer
+	if err := Table(&plain, withInput(sample()), 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := TableColor(&painted, withInput(sample()), 3, termcolor.On()); err != nil {
+		t.Fatal(err)
+	}
+	out := painted.String()
+	for _, want := range []string{"\x1b[31mERROR (1)\x1b[0m", "\x1b[33mWARNING (1)\x1b[0m", "\x1b[36mINFO (1)\x1b[0m", "\x1b[31mHC"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("painted table lacks %q:\n%q", want, out)
+		}
+	}
+	if got := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(out, ""); got != plain.String() {
+		t.Errorf("without colour codes the table differs:\n%s\nwant:\n%s", got, plain.String())
+	}
+	if strings.Contains(plain.String(), "\x1b") {
+		t.Errorf("Table wrote escape codes")
 	}
 }
