@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hybridctl/hybridctl/internal/bundle"
 	"github.com/hybridctl/hybridctl/internal/plan"
@@ -95,6 +96,14 @@ type mirror struct {
 	srv   *httptest.Server
 	mu    sync.Mutex
 	files map[string][]byte
+	// hook, when set, serves a request instead (and returns true).
+	hook func(w http.ResponseWriter, r *http.Request) bool
+}
+
+func (m *mirror) setHook(h func(w http.ResponseWriter, r *http.Request) bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.hook = h
 }
 
 func hexSum(b []byte) string {
@@ -140,7 +149,11 @@ func newMirror(t *testing.T, specFile string) (*mirror, []bundle.Artifact) {
 	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.mu.Lock()
 		b, ok := m.files[r.URL.Path]
+		hook := m.hook
 		m.mu.Unlock()
+		if hook != nil && hook(w, r) {
+			return
+		}
 		if !ok {
 			http.NotFound(w, r)
 			return
@@ -243,5 +256,80 @@ func TestBundleDownloadIsGraceful(t *testing.T) {
 		if isGraceful(cmd) != c.want {
 			t.Errorf("%v graceful = %v", c.path, !c.want)
 		}
+	}
+}
+
+// TestBundleDownloadCtrlC: the whole command under Run with a real
+// interrupt: Ctrl-C while kubelet is half received stops cleanly (exit 3,
+// "re-run to resume"), leaves no temporary file, no kubelet and no
+// SHA256SUMS; the next run completes.
+func TestBundleDownloadCtrlC(t *testing.T) {
+	const specFile = "../../examples/lab-linux.yaml"
+	m, arts := newMirror(t, specFile)
+	kubelet, _ := bundle.Find(arts, bundle.OSLinux, bundle.NameKubelet)
+	u, _ := url.Parse(kubelet.URL)
+	halfSent := make(chan struct{})
+	release := make(chan struct{})
+	defer close(release)
+	m.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != "/"+u.Host+u.Path {
+			return false
+		}
+		w.Header().Set("Content-Length", "1000000")
+		_, _ = w.Write(make([]byte, 100000))
+		w.(http.Flusher).Flush()
+		close(halfSent)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		return true
+	})
+	dir := filepath.Join(t.TempDir(), "bundle")
+	sigs := make(chan os.Signal, 2)
+	exited := make(chan int, 1)
+	var out, errOut lockedBuf
+	code := make(chan int, 1)
+	go func() {
+		code <- Run([]string{"bundle", "download", "-f", specFile, "-d", dir, "--mirror", m.srv.URL}, sigs, func(c int) { exited <- c }, strings.NewReader(""), &out, &errOut)
+	}()
+	select {
+	case <-halfSent:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("kubelet never requested\n%s%s", out.String(), errOut.String())
+	}
+	sigs <- os.Interrupt
+	select {
+	case c := <-code:
+		if c != ExitIncomplete {
+			t.Errorf("exit %d, want 3\n%s", c, errOut.String())
+		}
+	case c := <-exited:
+		t.Fatalf("exited at once (%d) on the first Ctrl-C", c)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the download did not stop")
+	}
+	if !strings.Contains(errOut.String(), "linux-amd64/kubelet") || !strings.Contains(errOut.String(), "context canceled") {
+		t.Errorf("stderr: %s", errOut.String())
+	}
+	var left []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.Contains(d.Name(), ".part-") {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) != 0 {
+		t.Errorf("half-written files: %v", left)
+	}
+	for _, p := range []string{"linux-amd64/kubelet", "SHA256SUMS"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
+			t.Errorf("%s exists after Ctrl-C", p)
+		}
+	}
+	m.setHook(nil)
+	r := runCLI(t, "", "bundle", "download", "-f", specFile, "-d", dir, "--mirror", m.srv.URL)
+	if r.code != 0 || strings.Count(r.out, "present") != 4 {
+		t.Errorf("resume: exit %d\n%s%s", r.code, r.out, r.err)
 	}
 }
