@@ -256,6 +256,24 @@ func (d *downloader) one(ctx context.Context, a Artifact, recorded string) (Resu
 	return r, nil
 }
 
+// inside refuses a directory of the bundle that resolves outside it (a
+// symbolic link such as linux-amd64 -> /usr/local/bin): download writes
+// only into the directory it was given.
+func (d *downloader) inside(sub string) error {
+	root, err := filepath.EvalSymlinks(d.dir)
+	if err != nil {
+		return err
+	}
+	resolved, err := filepath.EvalSymlinks(sub)
+	if err != nil {
+		return err
+	}
+	if r, err := filepath.Rel(root, resolved); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(r) {
+		return fmt.Errorf("%s is a link to %s, outside the bundle directory: refusing to write there", sub, resolved)
+	}
+	return nil
+}
+
 // parseChecksumFile reads an upstream checksum file: a bare sha256
 // (dl.k8s.io's .sha256) or sha256sum lines (containerd's .sha256sum,
 // runc's runc.sha256sum listing every asset); with names, the line of file
@@ -304,6 +322,9 @@ func (d *downloader) get(ctx context.Context, u string, max int64) ([]byte, erro
 // sha256 (when want is set) and renames it into place.
 func (d *downloader) fetchFile(ctx context.Context, u, target, rel, want, from string) (sum string, n int64, err error) {
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return "", 0, fmt.Errorf("%s: %w", rel, err)
+	}
+	if err := d.inside(filepath.Dir(target)); err != nil {
 		return "", 0, fmt.Errorf("%s: %w", rel, err)
 	}
 	// What a killed download left (a cancelled one removes its own).

@@ -452,3 +452,34 @@ func TestDownloadRefusesDowngrade(t *testing.T) {
 		t.Error("an 11th redirect followed")
 	}
 }
+
+// TestDownloadWritesOnlyInsideDir: a directory of the bundle that is a
+// link to elsewhere is refused before anything is written there.
+func TestDownloadWritesOnlyInsideDir(t *testing.T) {
+	arts := mustArtifacts(t)[:1]
+	up := newUpstream(t, arts)
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(dir, LinuxDir)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Download(context.Background(), dir, arts, mirrorOpts(up))
+	if err == nil || !strings.Contains(err.Error(), "outside the bundle directory") {
+		t.Fatalf("err = %v", err)
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Errorf("written outside: %v", entries)
+	}
+	// A link that stays inside is fine.
+	if err := os.Remove(filepath.Join(dir, LinuxDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "store"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("store", filepath.Join(dir, LinuxDir)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Download(context.Background(), dir, arts, mirrorOpts(up)); err != nil {
+		t.Fatal(err)
+	}
+}
