@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# `hybridctl check connectivity` against a running lab cluster (docs/e2e.md,
+# docs/connectivity.md): the probes are the lab's hello image (it serves on
+# :8080 and is its own client), so the tests run for real over the lab's pod
+# network. Asserts that the command exits 0, every Linux action passes,
+# every Windows action is skipped because the lab has no Windows node,
+# pod-to-external is skipped (off by default), nothing was "not run", and
+# nothing is left behind.
+#
+#   hack/e2e-connectivity.sh --hybridctl BIN --kubeconfig FILE --context NAME \
+#       --image IMAGE [--kubectl BIN] [--out DIR] [--ready-timeout 5m]
+#
+# IMAGE is the lab's hello as the cluster pulls it (hack/e2e.sh has it as
+# $hello_image, from the demo Deployment). --out keeps connectivity.json,
+# connectivity.txt (the table) and connectivity.log (progress) there.
+# Exit 0 passed, 1 an assertion failed, 2 usage, 3 could not run.
+set -euo pipefail
+
+usage="usage: hack/e2e-connectivity.sh --hybridctl BIN --kubeconfig FILE --context NAME --image IMAGE [--kubectl BIN] [--out DIR] [--ready-timeout DURATION]"
+hybridctl="" kubeconfig="" context="" image="" kubectl_bin=kubectl out="" ready=5m
+while [ $# -gt 0 ]; do
+	[ $# -ge 2 ] || { echo "e2e-connectivity: $1 needs a value ($usage)" >&2; exit 2; }
+	case "$1" in
+	--hybridctl) hybridctl=$2 ;;
+	--kubeconfig) kubeconfig=$2 ;;
+	--context) context=$2 ;;
+	--image) image=$2 ;;
+	--kubectl) kubectl_bin=$2 ;;
+	--out) out=$2 ;;
+	--ready-timeout) ready=$2 ;;
+	*) echo "e2e-connectivity: unknown argument $1 ($usage)" >&2; exit 2 ;;
+	esac
+	shift 2
+done
+for v in hybridctl kubeconfig context image; do
+	[ -n "${!v}" ] || { echo "e2e-connectivity: --$v is required ($usage)" >&2; exit 2; }
+done
+command -v jq >/dev/null || { echo "e2e-connectivity: jq is missing" >&2; exit 3; }
+if [ -z "$out" ]; then
+	out=$(mktemp -d)
+	trap 'rm -rf "$out"' EXIT
+fi
+mkdir -p "$out"
+
+ns="hybridctl-connectivity"
+kubectl() { "$kubectl_bin" --kubeconfig "$kubeconfig" --context "$context" --request-timeout 30s "$@"; }
+fails=0
+check() { # check DESCRIPTION COMMAND...
+	if "${@:2}"; then
+		printf '   ok   %s\n' "$1"
+	else
+		printf '   FAIL %s\n' "$1" >&2
+		fails=$((fails + 1))
+	fi
+}
+
+# The command itself; the whole run is bounded (--timeout), and so is the
+# wait for images to be pulled on first use.
+rc=0
+"$hybridctl" check connectivity --kubeconfig "$kubeconfig" --context "$context" \
+	--linux-image "$image" --probe-kit hello --ready-timeout "$ready" --timeout 15m \
+	-n "$ns" -o json >"$out/connectivity.json" 2>"$out/connectivity.log" || rc=$?
+jq -r '.tests[] | [.name, .from, .to, .result, (.reason // "")] | @tsv' "$out/connectivity.json" >"$out/connectivity.txt" 2>/dev/null || true
+if ! jq -e '.tests | length > 0' "$out/connectivity.json" >/dev/null 2>&1; then
+	echo "e2e-connectivity: no report (exit $rc):" >&2
+	cat "$out/connectivity.log" >&2
+	exit 3
+fi
+cat "$out/connectivity.txt"
+
+report=$out/connectivity.json
+count() { jq "[.tests[] | select($1)] | length" "$report"; }
+windows='(.from + .to | test("Windows|win-"))'
+check "check connectivity exits 0 (got $rc; progress in $out/connectivity.log)" test "$rc" = 0
+check "nothing was 'not run'" test "$(count '.notRun == true')" = 0
+check "no action failed" test "$(count '.result == "fail"')" = 0
+check "every Linux action passes (pod-to-external aside)" \
+	test "$(count "($windows | not) and .name != \"pod-to-external\" and .result != \"pass\"")" = 0
+for t in pod-to-pod-same-node pod-to-pod-across-nodes pod-to-service dns-short-name dns-fqdn dns-dotted-name node-to-pod; do
+	check "$t passed from Linux" test "$(count "($windows | not) and .name == \"$t\" and .result == \"pass\"")" -ge 1
+done
+check "every Windows action is skipped: no Windows node in the lab" \
+	test "$(count "$windows and (.result != \"skipped\" or (.reason | startswith(\"no Ready, schedulable Windows node\") | not))")" = 0
+check "the Windows actions are there (linux-to-windows-pod, windows-to-linux-pod)" \
+	test "$(count "$windows and (.name == \"linux-to-windows-pod\" or .name == \"windows-to-linux-pod\")")" = 2
+check "pod-to-external skipped (off by default)" \
+	test "$(count '.name == "pod-to-external" and .result == "skipped" and (.reason | startswith("off by default"))')" -ge 1
+check "the probes ran on two Linux workers" \
+	test "$(jq '[.probes[] | select(.os == "linux" and .ready) | .node] | unique | length' "$report")" = 2
+
+# Nothing left: no probe anywhere, the namespaces gone or terminating.
+check "no probe pod left" test -z "$(kubectl get pods -A -l app.kubernetes.io/managed-by=hybridctl-check-connectivity -o name)"
+check "no probe Service left" test -z "$(kubectl get services -A -l app.kubernetes.io/managed-by=hybridctl-check-connectivity -o name)"
+for n in "$ns" "$ns-host"; do
+	phase=$(kubectl get namespace "$n" -o jsonpath='{.status.phase}' --ignore-not-found)
+	check "namespace $n gone or terminating (${phase:-gone})" test "${phase:-Terminating}" = Terminating
+done
+[ "$fails" = 0 ] || { echo "e2e-connectivity: $fails assertions failed (report: $report)" >&2; exit 1; }
