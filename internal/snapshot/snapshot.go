@@ -122,6 +122,12 @@ func KindOf(apiVersion, kind string) Kind {
 		switch kind {
 		case "IPPool", "IPAMConfiguration", "FelixConfiguration":
 			return Kind(kind)
+		case "IPAMConfig":
+			// crd.projectcalico.org/v1 names it IPAMConfig (resource
+			// ipamconfigs), the manifests of Calico before 3.30 with it.
+			if group == "crd.projectcalico.org" {
+				return KindIPAMConfiguration
+			}
 		}
 	case "kubeadm.k8s.io":
 		if kind == "ClusterConfiguration" {
