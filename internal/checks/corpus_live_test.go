@@ -303,7 +303,7 @@ func TestLiveCorpus(t *testing.T) {
 		t.Logf("API server warnings (fields dropped, deprecations) (%d):\n  %s", len(warned), strings.Join(warned, "\n  "))
 	}
 	t.Logf("%d findings compared, %d only live (%s); by check: %v", compared, liveOnlyN, strings.Join(sortedKeys(liveOnly), ", "), byCheckLive)
-	t.Logf("doctor (live, the guide's nodes) on the labelled workloads:\n%s", live)
+	t.Logf("doctor (live, the guide's nodes) on the labelled workloads:\n%s", live.table("doctor"))
 	t.Logf("lint (same objects, the guide's nodes) on the labelled workloads:\n%s", plain)
 	// The comparison is only worth something with findings to compare.
 	if compared < 60 || live.tp < 20 {

@@ -158,9 +158,12 @@ func (c confusion) recall() float64 {
 	return float64(c.tp) / float64(c.tp+c.fn)
 }
 
-func (c confusion) String() string {
-	return fmt.Sprintf("              expert flag  expert clean\n  lint flags   %11d  %12d\n  lint silent  %11d  %12d\n  precision %.1f%% (%d/%d), recall %.1f%% (%d/%d), %d workloads",
-		c.tp, c.fp, c.fn, c.tn, 100*c.precision(), c.tp, c.tp+c.fp, 100*c.recall(), c.tp, c.tp+c.fn, c.tp+c.fp+c.fn+c.tn)
+func (c confusion) String() string { return c.table("lint") }
+
+// table is the confusion matrix with who (lint, doctor) flagging.
+func (c confusion) table(who string) string {
+	return fmt.Sprintf("              expert flag  expert clean\n  %-6s flags %11d  %12d\n  %-6s silent%11d  %12d\n  precision %.1f%% (%d/%d), recall %.1f%% (%d/%d), %d workloads",
+		who, c.tp, c.fp, who, c.fn, c.tn, 100*c.precision(), c.tp, c.tp+c.fp, 100*c.recall(), c.tp, c.tp+c.fn, c.tp+c.fp+c.fn+c.tn)
 }
 
 // TestCorpus lints the real-world corpus and compares with the hand labels:
