@@ -53,7 +53,7 @@ func Markdown(docs []Doc, corpus *CorpusStats) string {
 	b.WriteString("either works in `--checks`, `--skip`, `--explain`, the `hybridctl.dev/ignore` annotation and the `--config` file. ")
 	b.WriteString("The guide column names the section of the hybrid-cluster guide that explains the requirement.\n\n")
 	if corpus != nil {
-		fmt.Fprintf(&b, "Every check was run on a corpus of %d real-world manifests from %d public projects (%d workloads, `testdata/third_party/corpus`, each labelled by hand; see `TestCorpus`). Under each check, **Tried on** lists what it reported there; **Does not catch** says where it is blind.\n\n",
+		fmt.Fprintf(&b, "Every check was run on a corpus of %d real-world manifests from %d public projects (%d workloads, `testdata/third_party/corpus`, each labelled by hand; see `TestCorpus`); loaded into the real kube-apiserver next to the guide's nodes, the same objects give doctor the same findings (`TestLiveCorpus`, docs/testing.md). Each check also has failing, passing and near-miss fixtures (`internal/checks/testdata/HCnnn`). Under each check, **Tried on** lists what it reported there; **Does not catch** says where it is blind.\n\n",
 			corpus.Manifests, corpus.Projects, corpus.Workloads)
 	}
 	b.WriteString("| ID | name | severity | what |\n|---|---|---|---|\n")
