@@ -127,6 +127,9 @@ const writeWorkers = 128
 // then one fsync for each directory, deepest first, also concurrently.
 // Nothing outside root is touched; on error the caller removes root.
 func writeAll(ctx context.Context, root string, files []File) error {
+	// os.MkdirTemp(".", ...) gives "./.out.tmp-N", which filepath.Join
+	// cleans away: compare cleaned paths, or no directory is made.
+	root = filepath.Clean(root)
 	dirSet := map[string]bool{}
 	paths := make([]string, len(files))
 	for i, f := range files {

@@ -141,3 +141,24 @@ func TestRenderedModesOnDisk(t *testing.T) {
 		}
 	}
 }
+
+// A relative output directory ("out/", "./out", "out"): os.MkdirTemp(".")
+// names the temporary directory "./.out.tmp-N", which the nested paths lose
+// when they are cleaned; every nested directory must still be made.
+func TestWriteDirRelative(t *testing.T) {
+	for _, dir := range []string{"out/", "./out", "out", "x/../out"} {
+		t.Run(dir, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			files := []File{{Path: "cluster/windows/kube-proxy.yaml", Data: []byte("k"), Mode: 0o644}, {Path: "top.md", Data: []byte("t"), Mode: 0o644}}
+			if err := os.MkdirAll("x", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteDir(context.Background(), dir, files, false); err != nil {
+				t.Fatal(err)
+			}
+			if got := readTree(t, "out"); got["cluster/windows/kube-proxy.yaml"] != "k" || got["top.md"] != "t" {
+				t.Fatalf("tree %v", got)
+			}
+		})
+	}
+}
