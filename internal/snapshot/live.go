@@ -130,7 +130,12 @@ func LoadLive(ctx context.Context, cfg *rest.Config, opts LiveOptions) (*Snapsho
 	rc := cs.CoreV1().RESTClient()
 
 	kinds := append([]Kind(nil), opts.Kinds...)
-	sort.Slice(kinds, func(i, j int) bool { return kinds[i] < kinds[j] })
+	sort.Slice(kinds, func(i, j int) bool {
+		if bi, bj := bigFirst(kinds[i]), bigFirst(kinds[j]); bi != bj {
+			return bi < bj
+		}
+		return kinds[i] < kinds[j]
+	})
 	listCM := false
 	for _, k := range kinds {
 		listCM = listCM || k == KindConfigMap
@@ -145,8 +150,8 @@ func LoadLive(ctx context.Context, cfg *rest.Config, opts LiveOptions) (*Snapsho
 		errs = append(errs, err)
 		mu.Unlock()
 	}
-	// Workers take the kinds in sorted order (one worker: exactly that
-	// order).
+	// Workers take the kinds in that order (one worker: exactly that
+	// order): the biggest first, so that the longest read starts at once.
 	type job struct {
 		k  Kind
 		rs []resource
@@ -190,6 +195,20 @@ func LoadLive(ctx context.Context, cfg *rest.Config, opts LiveOptions) (*Snapsho
 	}
 	s.Sort()
 	return s, nil
+}
+
+// bigFirst ranks the kinds a cluster usually has most of (pods, their
+// ReplicaSets, nodes) before the others (ranked equal, then by name).
+func bigFirst(k Kind) int {
+	switch k {
+	case KindPod:
+		return 0
+	case KindReplicaSet:
+		return 1
+	case KindNode:
+		return 2
+	}
+	return 3
 }
 
 // page is one LIST response, items kept raw until decoded one by one.

@@ -291,11 +291,11 @@ func TestWatchListStreams(t *testing.T) {
 }
 
 // TestWatchListForbiddenFallsBack: a user who may list but not watch
-// namespaces and nodes gets them by paginated LISTs after the watch is
-// refused, and still streams pods, which it may watch: the refusal is for
-// that kind only. Kinds are read one at a time in sorted order
-// (Namespace, Node, Pod), so a loader that gave up streaming for every
-// kind after one refusal would LIST the pods.
+// pods gets them by paginated LISTs after the watch is refused, and still
+// streams nodes and namespaces, which it may watch: the refusal is for
+// that kind only. Kinds are read one at a time, pods first (then Node,
+// Namespace), so a loader that gave up streaming for every kind after one
+// refusal would LIST the others.
 func TestWatchListForbiddenFallsBack(t *testing.T) {
 	env := testenv.Get(t)
 	cs, err := env.Client()
@@ -304,8 +304,8 @@ func TestWatchListForbiddenFallsBack(t *testing.T) {
 	}
 	const user = "snapshot-list-no-watch"
 	bind(t, cs, user, []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"namespaces", "nodes"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces", "nodes"}, Verbs: []string{"get", "list", "watch"}},
 	})
 	cfg, err := env.UserConfig(user)
 	if err != nil {
@@ -324,16 +324,19 @@ func TestWatchListForbiddenFallsBack(t *testing.T) {
 		}
 	}
 	want := []string{
-		"watch /api/v1/namespaces 403", "list /api/v1/namespaces 200",
-		"watch /api/v1/nodes 403", "list /api/v1/nodes 200",
-		"watch /api/v1/pods 200",
+		"watch /api/v1/pods 403", "list /api/v1/pods 200",
+		"watch /api/v1/nodes 200",
+		"watch /api/v1/namespaces 200",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("requests:\n%s\nwant (pages folded):\n  %s", rec.log(), strings.Join(want, "\n  "))
 	}
-	last := rec.requests()[len(rec.requests())-1]
-	if err := last.body.check(listCount(t, env, "/api/v1/pods")); err != nil {
-		t.Errorf("pod stream: %v", err)
+	for _, r := range rec.requests() {
+		if r.body != nil {
+			if err := r.body.check(listCount(t, env, r.path)); err != nil {
+				t.Errorf("stream %s: %v", r.path, err)
+			}
+		}
 	}
 	if len(s.Nodes) < 4 || len(s.Unavailable) != 0 {
 		t.Errorf("%d nodes, unavailable %v", len(s.Nodes), s.Unavailable)
@@ -396,8 +399,9 @@ func TestWatchListDisabledServer(t *testing.T) {
 // TestWatchListNotServedKind: on a server without the Calico and operator
 // CRDs those kinds are unavailable (not served), and that 404 does not
 // stop the loader from streaming the kinds read after them (Concurrency
-// 1, sorted order: Installation, IPAMConfiguration, ... come before
-// Namespace, Node and Pod).
+// 1; after pods, ReplicaSets and nodes, by name: FelixConfiguration,
+// IPAMConfiguration, IPPool and Installation come before Job, Namespace,
+// RuntimeClass, Service and StatefulSet).
 func TestWatchListNotServedKind(t *testing.T) {
 	env := testenv.StartT(t, testenv.Options{})
 	var rec recorder
