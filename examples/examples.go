@@ -8,3 +8,9 @@ import _ "embed"
 //
 //go:embed lab.yaml
 var Lab []byte
+
+// LabLinux is examples/lab-linux.yaml: the Linux half of the lab,
+// air-gapped (a private registry and a bundle).
+//
+//go:embed lab-linux.yaml
+var LabLinux []byte

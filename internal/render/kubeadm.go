@@ -140,8 +140,15 @@ func kubeadmConfig(p *plan.Plan) ([]byte, error) {
 		ServerTLSBootstrap: t,
 	}
 	if p.AllowCgroupV1 {
+		// cgroup v1 means an old kernel or a container host (LXC,
+		// systemd-nspawn), which usually lacks CAP_SYS_RESOURCE: the
+		// kubelet's default oomScoreAdj -999 cannot be set there (lowering
+		// an OOM score needs it), so the kubelet keeps 0, as containerd's
+		// restrict_oom_score_adj does for the containers (prepare.sh).
 		f := false
+		var zero int32
 		kubelet.FailCgroupV1 = &f
+		kubelet.OOMScoreAdj = &zero
 	}
 	proxy := kubeproxyv1alpha1.KubeProxyConfiguration{
 		TypeMeta: typeMeta("kubeproxy.config.k8s.io/v1alpha1", "KubeProxyConfiguration"),

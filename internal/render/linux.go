@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hybridctl/hybridctl/internal/plan"
+	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
 // shData is what prepare.sh.tmpl reads.
@@ -14,12 +15,19 @@ type shData struct {
 	// Hosts are containerd's certs.d directories (private registry only).
 	Hosts    []hostsFile
 	CertsDir string
+	// Bundle is set with packages.source bundle: the node installs from
+	// the files bundle-upload put in LinuxBundleDir.
+	Bundle *bundleSh
 }
 
 // linuxPrepare renders nodes/<name>/prepare.sh.
 func (r *renderer) linuxPrepare(n plan.Node) ([]byte, error) {
 	var buf bytes.Buffer
-	if err := r.tmpl.ExecuteTemplate(&buf, "prepare.sh.tmpl", shData{Plan: r.plan, Node: n, Hosts: containerdHosts(r.plan, LinuxCertsDir, "/"), CertsDir: LinuxCertsDir}); err != nil {
+	d := shData{Plan: r.plan, Node: n, Hosts: containerdHosts(r.plan, LinuxCertsDir, "/"), CertsDir: LinuxCertsDir}
+	if r.plan.PackagesSource == spec.SourceBundle {
+		d.Bundle = &bundleSh{Dir: LinuxBundleDir, Sums: BundleSumsFile, Files: LinuxBundleOf(r.plan)}
+	}
+	if err := r.tmpl.ExecuteTemplate(&buf, "prepare.sh.tmpl", d); err != nil {
 		return nil, fmt.Errorf("node %s: prepare.sh: %w", n.Name, err)
 	}
 	return buf.Bytes(), nil

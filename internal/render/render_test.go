@@ -69,12 +69,29 @@ func mustRender(t testing.TB, p *plan.Plan, o Options) map[string]File {
 	return m
 }
 
+// labLinuxPlan is examples/lab-linux.yaml: a private registry, a bundle,
+// cgroup v1.
+func labLinuxPlan(t testing.TB) *plan.Plan {
+	t.Helper()
+	r := spec.Parse("lab-linux.yaml", examples.LabLinux)
+	if err := r.Err(); err != nil {
+		t.Fatalf("lab-linux.yaml: %v", err)
+	}
+	return planOf(t, r.Cluster)
+}
+
 func TestGoldenLab(t *testing.T) {
-	files, err := Render(labPlan(t), Options{})
+	for name, p := range map[string]*plan.Plan{"lab": labPlan(t), "lab-linux": labLinuxPlan(t)} {
+		t.Run(name, func(t *testing.T) { golden(t, p, name) })
+	}
+}
+
+func golden(t *testing.T, p *plan.Plan, name string) {
+	files, err := Render(p, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join("testdata", "golden", "lab")
+	dir := filepath.Join("testdata", "golden", name)
 	if *update {
 		if err := os.RemoveAll(dir); err != nil {
 			t.Fatal(err)

@@ -6,7 +6,12 @@ import (
 	"strings"
 
 	"github.com/hybridctl/hybridctl/internal/plan"
+	"github.com/hybridctl/hybridctl/internal/spec"
 )
+
+// BundleManifestsRef is how the runbook names the Calico manifests of a
+// bundle: BUNDLE is the directory given to apply --bundle.
+const BundleManifestsRef = "BUNDLE/manifests"
 
 type runbookData struct {
 	Plan              *plan.Plan
@@ -18,12 +23,15 @@ type runbookData struct {
 	HasToken          bool
 	HasCertificateKey bool
 	Local             bool
-	OperatorManifest  string
-	CRDRef            string
-	OperatorRef       string
-	Aspnetapp         []aspnetappRef
-	FirstWindows      plan.Node
-	CSRApprover       bool
+	// Bundle: packages.source is bundle and the manifests come from the
+	// bundle directory (BUNDLE/manifests/), not from the release site.
+	Bundle           bool
+	OperatorManifest string
+	CRDRef           string
+	OperatorRef      string
+	Aspnetapp        []aspnetappRef
+	FirstWindows     plan.Node
+	CSRApprover      bool
 }
 
 type aspnetappRef struct {
@@ -54,9 +62,14 @@ func (r *renderer) runbookData() runbookData {
 		d.FirstWindows = d.Windows[0]
 	}
 	d.CRDRef, d.OperatorRef = r.plan.Calico.CRDManifestURL, r.plan.Calico.OperatorManifestURL
-	if d.Local {
+	switch {
+	case d.Local:
 		d.CRDRef = calicoManifestsDir + "/" + r.plan.Calico.CRDManifest
 		d.OperatorRef = calicoManifestsDir + "/" + OperatorManifest
+	case r.plan.PackagesSource == spec.SourceBundle:
+		d.Bundle = true
+		d.CRDRef = BundleManifestsRef + "/" + r.plan.Calico.CRDManifest
+		d.OperatorRef = BundleManifestsRef + "/" + OperatorManifest
 	}
 	for i, rc := range r.plan.RuntimeClasses {
 		name, file := aspnetappNames(i, rc)

@@ -18,6 +18,7 @@ KUBERNETES_VERSION='v1.37.2'
 CONTAINERD_VERSION='2.2.2'
 SANDBOX_IMAGE='registry.k8s.io/pause:3.10.2'
 APT_REPO='https://pkgs.k8s.io/core:/stable:/v1.37/deb/'
+CONTAINERD=containerd
 # The interface that carries the node address; default: the one of the
 # default route. Override: sudo IFACE=ens18 bash prepare.sh
 IFACE="${IFACE:-$(ip -o -4 route show default | awk '{print $5; exit}')}"
@@ -116,8 +117,9 @@ else
 fi
 
 step "containerd (SystemdCgroup = true, sandbox $SANDBOX_IMAGE)"
+containerd_changed=0
 apt-get install -y -qq containerd >/dev/null
-have=$(containerd --version | awk '{print $3}')
+have=$("$CONTAINERD" --version | awk '{print $3}')
 if [[ "${have#v}" != "$CONTAINERD_VERSION" ]]; then
 	printf '  warning: the Ubuntu package installed containerd %s, the spec says %s\n' "$have" "$CONTAINERD_VERSION" >&2
 fi
@@ -130,13 +132,14 @@ if ! has_cap 24; then
 	printf '  no CAP_SYS_RESOURCE: containerd gets restrict_oom_score_adj = true\n'
 	oom_sed=(-e 's/^([[:space:]]*)restrict_oom_score_adj = .*/\1restrict_oom_score_adj = true/')
 fi
-containerd config default \
+"$CONTAINERD" config default \
 	| sed -E -e 's/^([[:space:]]*)SystemdCgroup = .*/\1SystemdCgroup = true/' "${oom_sed[@]}" \
 		-e "s|^([[:space:]]*)sandbox = .*|\\1sandbox = '${sandbox_sed}'|" \
 		-e "s|^([[:space:]]*)sandbox_image = .*|\\1sandbox_image = '${sandbox_sed}'|" \
-	| if install_file 644 /etc/containerd/config.toml; then
-		systemctl restart containerd
-	fi
+	| install_file 644 /etc/containerd/config.toml && containerd_changed=1
+if [[ $containerd_changed == 1 ]]; then
+	systemctl restart containerd
+fi
 systemctl enable --now containerd >/dev/null
 grep -q 'SystemdCgroup = true' /etc/containerd/config.toml || die "SystemdCgroup not set in /etc/containerd/config.toml"
 { grep -Fq "sandbox = '${SANDBOX_IMAGE}'" /etc/containerd/config.toml || grep -Fq "sandbox_image = '${SANDBOX_IMAGE}'" /etc/containerd/config.toml; } \
@@ -158,6 +161,6 @@ apt-mark hold kubelet kubeadm kubectl >/dev/null
 step "checks"
 got=$(kubeadm version -o short)
 [[ "$got" == "$KUBERNETES_VERSION" ]] || die "kubeadm version is $got, expected $KUBERNETES_VERSION"
-printf '  kubeadm %s, containerd %s, swap: %s\n' "$got" "$(containerd --version | awk '{print $3}')" "$(swapon --show --noheadings | wc -l) active"
+printf '  kubeadm %s, containerd %s, swap: %s\n' "$got" "$("$CONTAINERD" --version | awk '{print $3}')" "$(swapon --show --noheadings | wc -l) active"
 printf '  %s resolves to %s\n' "$NODE_FQDN" "$(getent hosts "$NODE_FQDN" | awk '{print $1}' || true)"
 printf 'ready for kubeadm on %s\n' "$NODE_NAME"
