@@ -1,8 +1,9 @@
 package render
 
 import (
-	"strings"
+	"fmt"
 
+	"github.com/hybridctl/hybridctl/internal/bundle"
 	"github.com/hybridctl/hybridctl/internal/plan"
 )
 
@@ -12,30 +13,38 @@ import (
 const (
 	LinuxBundleDir   = "/var/cache/hybridctl/bundle"
 	WindowsBundleDir = `C:\k\bundle`
-	BundleSumsFile   = "SHA256SUMS"
+	BundleSumsFile   = bundle.SumsFile
 )
 
 // LinuxBundle names the files of a bundle that a Linux node installs from,
-// by their paths relative to the bundle directory (the upstream release
-// file names under linux-amd64/, docs/bundle.md).
+// by their paths relative to the bundle directory (internal/bundle's
+// artifact list).
 type LinuxBundle struct {
 	Containerd, Runc, CNIPlugins, Crictl string
 	Kubelet, Kubeadm, Kubectl            string
 }
 
-// LinuxBundleOf returns the bundle paths a Linux node of p needs.
-func LinuxBundleOf(p *plan.Plan) LinuxBundle {
-	const dir = "linux-amd64/"
-	v := func(s string) string { return strings.TrimPrefix(s, "v") }
-	return LinuxBundle{
-		Containerd: dir + "containerd-" + v(p.Versions.Containerd) + "-linux-amd64.tar.gz",
-		Runc:       dir + "runc.amd64",
-		CNIPlugins: dir + "cni-plugins-linux-amd64-v" + v(p.Versions.CNIPlugins) + ".tgz",
-		Crictl:     dir + "crictl-v" + v(p.Versions.Crictl) + "-linux-amd64.tar.gz",
-		Kubelet:    dir + "kubelet",
-		Kubeadm:    dir + "kubeadm",
-		Kubectl:    dir + "kubectl",
+// LinuxBundleOf returns the bundle paths a Linux node of p installs.
+func LinuxBundleOf(p *plan.Plan) (LinuxBundle, error) {
+	arts, err := bundle.Artifacts(p)
+	if err != nil {
+		return LinuxBundle{}, err
 	}
+	var b LinuxBundle
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{
+		{bundle.NameContainerd, &b.Containerd}, {bundle.NameRunc, &b.Runc}, {bundle.NameCNIPlugins, &b.CNIPlugins},
+		{bundle.NameCrictl, &b.Crictl}, {bundle.NameKubelet, &b.Kubelet}, {bundle.NameKubeadm, &b.Kubeadm}, {bundle.NameKubectl, &b.Kubectl},
+	} {
+		a, ok := bundle.Find(arts, bundle.OSLinux, f.name)
+		if !ok {
+			return LinuxBundle{}, fmt.Errorf("the bundle's artifact list has no Linux %s", f.name)
+		}
+		*f.dst = a.Path
+	}
+	return b, nil
 }
 
 // Paths returns the files in install order.

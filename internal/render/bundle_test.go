@@ -55,7 +55,10 @@ func TestOfflineRenderNamesNoPublicSite(t *testing.T) {
 func TestBundlePrepare(t *testing.T) {
 	p := labLinuxPlan(t)
 	sh := string(mustRender(t, p, Options{})["nodes/k8s-lab-node-1/prepare.sh"].Data)
-	b := LinuxBundleOf(p)
+	b, err := LinuxBundleOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{
 		"BUNDLE_DIR='/var/cache/hybridctl/bundle'",
 		"CONTAINERD_TGZ='linux-amd64/containerd-2.2.2-linux-amd64.tar.gz'",

@@ -25,7 +25,11 @@ func (r *renderer) linuxPrepare(n plan.Node) ([]byte, error) {
 	var buf bytes.Buffer
 	d := shData{Plan: r.plan, Node: n, Hosts: containerdHosts(r.plan, LinuxCertsDir, "/"), CertsDir: LinuxCertsDir}
 	if r.plan.PackagesSource == spec.SourceBundle {
-		d.Bundle = &bundleSh{Dir: LinuxBundleDir, Sums: BundleSumsFile, Files: LinuxBundleOf(r.plan)}
+		files, err := LinuxBundleOf(r.plan)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: prepare.sh: %w", n.Name, err)
+		}
+		d.Bundle = &bundleSh{Dir: LinuxBundleDir, Sums: BundleSumsFile, Files: files}
 	}
 	if err := r.tmpl.ExecuteTemplate(&buf, "prepare.sh.tmpl", d); err != nil {
 		return nil, fmt.Errorf("node %s: prepare.sh: %w", n.Name, err)
