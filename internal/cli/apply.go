@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/hybridctl/hybridctl/internal/bundle"
 	"github.com/hybridctl/hybridctl/internal/kubeconfig"
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/provision"
@@ -20,6 +21,7 @@ import (
 	"github.com/hybridctl/hybridctl/internal/provision/preflight"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/render"
+	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
 // provisionFlags are the flags apply and reset share.
@@ -180,6 +182,7 @@ type applyFlags struct {
 	kubeconfig      string
 	manifestsDir    string
 	calicoTimeout   time.Duration
+	bundleDir       string
 }
 
 func newApplyCmd(s Streams) *cobra.Command {
@@ -222,6 +225,7 @@ at once (130).`,
 	f.add(cmd)
 	cmd.Flags().StringSliceVar(&f.ignorePreflight, "ignore-preflight-errors", nil, "preflight checks whose errors become warnings: names from docs/apply.md's table, or all (alone)")
 	cmd.Flags().DurationVar(&f.rebootTimeout, "reboot-timeout", 15*time.Minute, "how long a node may take to come back from one reboot")
+	cmd.Flags().StringVar(&f.bundleDir, "bundle", "", "the bundle directory (hybridctl bundle download); required with spec.packages.source bundle, verified before any host is touched")
 	cmd.Flags().StringVar(&f.manifestsDir, "manifests-dir", "", "directory with Calico's CRD and operator manifests (air-gapped sites; default: download the release's)")
 	cmd.Flags().DurationVar(&f.calicoTimeout, "calico-timeout", 15*time.Minute, "how long to wait for Calico to be ready")
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig to import the cluster's admin credentials into (default $KUBECONFIG or ~/.kube/config)")
@@ -254,10 +258,31 @@ func runApply(cmd *cobra.Command, s Streams, f *applyFlags) error {
 	if err != nil {
 		return Problem(err)
 	}
+	// The bundle is checked before anything connects: a missing or
+	// corrupted file stops apply here, with every host untouched.
+	var bndl *apply.Bundle
+	manifestsDir, addons := f.manifestsDir, apply.AddonsFrom(sess.plan)
+	switch bundleMode := sess.plan.PackagesSource == spec.SourceBundle; {
+	case bundleMode && f.bundleDir == "":
+		return Usagef("spec.packages.source is bundle: apply needs --bundle DIR, the bundle directory (hybridctl bundle download -f SPEC -d DIR makes it)")
+	case !bundleMode && f.bundleDir != "":
+		return Usagef("--bundle is for spec.packages.source: bundle; the spec's packages.source is %s", sess.plan.PackagesSource)
+	case bundleMode:
+		if bndl, err = apply.BundleFrom(ctx, sess.plan, f.bundleDir); err != nil {
+			if errors.Is(err, apply.ErrBundleIncomplete) {
+				return Problem(err)
+			}
+			return Incomplete(err)
+		}
+		if manifestsDir == "" {
+			manifestsDir = filepath.Join(f.bundleDir, bundle.ManifestsDir)
+		}
+		addons = apply.AddonsFromBundle(sess.plan, f.bundleDir)
+	}
 	phases := apply.Phases(apply.Deps{Hosts: sess.hosts, Connect: sess.pool.Get, Inventory: inventory,
-		Kubeconfig: target, RESTConfig: apply.RESTConfigFrom(target),
-		Calico: apply.CalicoFrom(sess.plan, f.manifestsDir), CalicoTimeout: f.calicoTimeout,
-		Addons: apply.AddonsFrom(sess.plan),
+		Kubeconfig: target, RESTConfig: apply.RESTConfigFrom(target), Bundle: bndl,
+		Calico: apply.CalicoFrom(sess.plan, manifestsDir), CalicoTimeout: f.calicoTimeout,
+		Addons: addons,
 		Expect: apply.Expectations(sess.plan), IgnorePreflight: ignore,
 		Files: apply.ArtifactsOf(files), RebootTimeout: f.rebootTimeout, Redactor: sess.redactor})
 	e, err := provision.New(phases, sess.hosts, provision.Options{

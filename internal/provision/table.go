@@ -25,8 +25,17 @@ func sampleHosts() []Host {
 	}
 }
 
+// RunsOner overrides the "runs on" label of a phase whose targets depend
+// on the spec (bundle-upload: every node, with packages.source bundle).
+type RunsOner interface {
+	RunsOn() string
+}
+
 // where names the hosts a phase runs on, from its Targeter.
 func where(p Phase) string {
+	if r, ok := p.(RunsOner); ok {
+		return r.RunsOn()
+	}
 	targets := Nodes(sampleHosts())
 	if t, ok := p.(Targeter); ok {
 		targets = t.Targets(sampleHosts())

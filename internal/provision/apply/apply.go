@@ -27,6 +27,9 @@ type Deps struct {
 	IgnorePreflight []string
 	// Files are the rendered artifacts (render.Render of the plan).
 	Files Artifacts
+	// Bundle is the verified bundle of apply --bundle (BundleFrom); nil
+	// with packages.source upstream (bundle-upload then has no hosts).
+	Bundle *Bundle
 	// RebootTimeout bounds one reboot of a node (default 15 minutes).
 	RebootTimeout time.Duration
 	// Redactor learns the join tokens as they are created.
@@ -89,6 +92,7 @@ func Phases(d Deps) []provision.Phase {
 			restConfig: d.RESTConfig, timeout: csrTimeout, poll: 2 * time.Second}
 	}
 	return append(list,
+		&bundleUploadPhase{bundle: d.Bundle, connect: func(ctx context.Context, host string) (bundleConn, error) { return d.Connect(ctx, host) }},
 		&linuxPreparePhase{files: d.Files, connect: d.hostConn},
 		&windowsPreparePhase{files: d.Files, connect: d.hostConn, rebootTimeout: rebootTimeout},
 		postPrepare,

@@ -3,12 +3,17 @@ package apply
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	"github.com/hybridctl/hybridctl/internal/bundle"
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/provision"
 )
@@ -47,6 +52,37 @@ func (p *corednsRestartPhase) Run(ctx context.Context, _ provision.Host) error {
 // AddonSource is an add-on's manifest to install.
 type AddonSource struct {
 	Name, Version, URL string
+	// File, when set, is the manifest in a bundle (apply --bundle): read
+	// instead of downloading URL.
+	File string
+}
+
+// AddonsFromBundle is AddonsFrom with each manifest read from the bundle
+// directory dir (manifests/<the release's file name>).
+func AddonsFromBundle(p *plan.Plan, dir string) []AddonSource {
+	out := AddonsFrom(p)
+	for i := range out {
+		out[i].File = filepath.Join(dir, bundle.ManifestsDir, path.Base(out[i].URL))
+	}
+	return out
+}
+
+func (a AddonSource) source() string {
+	if a.File != "" {
+		return a.File
+	}
+	return a.URL
+}
+
+func (a AddonSource) load(ctx context.Context) ([]byte, error) {
+	if a.File == "" {
+		return download(ctx, a.URL)
+	}
+	data, err := readCapped(a.File, maxManifestBytes)
+	if err != nil {
+		return nil, fmt.Errorf("add-on manifest: %w", err)
+	}
+	return data, nil
 }
 
 // AddonsFrom lists the plan's add-ons (metrics-server, cert-manager when
@@ -78,7 +114,7 @@ func (p *addonsPhase) DryRun(context.Context, provision.Host) ([]string, error) 
 	}
 	var out []string
 	for _, a := range p.addons {
-		out = append(out, fmt.Sprintf("server-side apply (field manager %s) %s %s from %s", FieldManager, a.Name, a.Version, a.URL))
+		out = append(out, fmt.Sprintf("server-side apply (field manager %s) %s %s from %s", FieldManager, a.Name, a.Version, a.source()))
 	}
 	return out, nil
 }
@@ -95,11 +131,11 @@ func (p *addonsPhase) Run(ctx context.Context, _ provision.Host) error {
 		return err
 	}
 	for _, ad := range p.addons {
-		data, err := download(ctx, ad.URL)
+		data, err := ad.load(ctx)
 		if err != nil {
 			return fmt.Errorf("%s: %w", ad.Name, err)
 		}
-		objs, err := decodeDocs(ad.URL, data)
+		objs, err := decodeDocs(ad.source(), data)
 		if err != nil {
 			return fmt.Errorf("%s: %w", ad.Name, err)
 		}
@@ -110,4 +146,21 @@ func (p *addonsPhase) Run(ctx context.Context, _ provision.Host) error {
 		}
 	}
 	return nil
+}
+
+// readCapped reads a local file of at most max bytes.
+func readCapped(name string, max int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: larger than %d bytes", name, max)
+	}
+	return data, nil
 }

@@ -55,6 +55,9 @@ type Config struct {
 	BootIDCommand string
 	// RebootCommand reboots the host; defaults per OS.
 	RebootCommand string
+	// StreamIdleTimeout fails an UploadStream that moves no data for this
+	// long (default StreamIdleTimeout).
+	StreamIdleTimeout time.Duration
 }
 
 // Client is a connection to one host. It is safe for concurrent use:

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hybridctl/hybridctl/internal/bundle"
+	"github.com/hybridctl/hybridctl/internal/plan"
+	"github.com/hybridctl/hybridctl/internal/spec"
+)
+
+const labLinux = "../../examples/lab-linux.yaml"
+
+// fakeBundle lays out the spec's bundle with small fake files and its
+// SHA256SUMS.
+func fakeBundle(t *testing.T, specFile string) string {
+	t.Helper()
+	res, err := spec.LoadFile(context.Background(), specFile)
+	if err != nil || res.Err() != nil {
+		t.Fatalf("%v %v", err, res.Err())
+	}
+	p, err := plan.Derive(res.Cluster, res.Diagnostics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arts, err := bundle.Artifacts(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var sums []bundle.Sum
+	for _, a := range arts {
+		data := []byte("fake " + a.Path + "\n")
+		full := filepath.Join(dir, filepath.FromSlash(a.Path))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s := sha256.Sum256(data)
+		sums = append(sums, bundle.Sum{SHA256: hex.EncodeToString(s[:]), Path: a.Path})
+	}
+	if err := bundle.WriteSums(context.Background(), filepath.Join(dir, bundle.SumsFile), sums); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// publicSite is issue 16's list of public registries and download sites.
+var publicSite = regexp.MustCompile(`pkgs\.k8s\.io|dl\.k8s\.io|github\.com|raw\.githubusercontent\.com|registry\.k8s\.io|docker\.io|quay\.io|mcr\.microsoft\.com`)
+
+// TestApplyBundleFlag: packages.source bundle needs --bundle and an upstream
+// spec refuses it (usage, 2); a corrupted bundle stops apply before any
+// host (1); a good one runs the dry run with bundle-upload on every node.
+func TestApplyBundleFlag(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "s.json")
+	r := run(t, "", "apply", "-f", labLinux, "--dry-run", "--offline", "--state", state)
+	if r.code != 2 || !strings.Contains(r.stderr, "spec.packages.source is bundle: apply needs --bundle DIR") {
+		t.Errorf("without --bundle: %d %s", r.code, r.stderr)
+	}
+	dir := fakeBundle(t, labLinux)
+	r = run(t, "", "apply", "-f", lab, "--dry-run", "--offline", "--bundle", dir, "--state", state)
+	if r.code != 2 || !strings.Contains(r.stderr, "--bundle is for spec.packages.source: bundle") {
+		t.Errorf("--bundle with an upstream spec: %d %s", r.code, r.stderr)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "linux-amd64", "kubelet"), []byte("tampered"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, "", "apply", "-f", labLinux, "--dry-run", "--offline", "--bundle", dir, "--state", state)
+	if r.code != 1 || !strings.Contains(r.stderr, "linux-amd64/kubelet: corrupted") || strings.Contains(r.stdout, "preflight") {
+		t.Errorf("a corrupted bundle: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestOfflineDryRunNamesNoPublicSite is issue 16's done-when test for the
+// dry run: apply --dry-run --offline --bundle of a spec with a private
+// registry and a bundle names no public registry or download site; the
+// same dry run of the guide's lab (upstream) does, so the grep can fail.
+func TestOfflineDryRunNamesNoPublicSite(t *testing.T) {
+	dir := fakeBundle(t, labLinux)
+	r := run(t, "", "apply", "-f", labLinux, "--dry-run", "--offline", "--bundle", dir, "--state", filepath.Join(t.TempDir(), "s.json"))
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, host := range []string{"k8s-lab-master-1", "k8s-lab-node-1", "k8s-lab-node-2"} {
+		if !regexp.MustCompile(`bundle-upload +` + host + ` +would:`).MatchString(r.stdout) {
+			t.Errorf("no bundle-upload step on %s", host)
+		}
+	}
+	for _, want := range []string{"/var/cache/hybridctl/bundle/linux-amd64/kubelet unless it is there with sha256 ",
+		filepath.Join(dir, "manifests", "v3_projectcalico_org.yaml")} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the dry run lacks %q", want)
+		}
+	}
+	var hits []string
+	for _, line := range strings.Split(r.stdout+r.stderr, "\n") {
+		if publicSite.MatchString(line) {
+			hits = append(hits, line)
+		}
+	}
+	if len(hits) > 0 {
+		t.Errorf("the offline dry run names public sites:\n%s", strings.Join(hits, "\n"))
+	}
+	up := run(t, "", "apply", "-f", lab, "--dry-run", "--offline", "--state", filepath.Join(t.TempDir(), "s.json"))
+	if up.code != 0 || len(publicSite.FindAllString(up.stdout, -1)) < 2 {
+		t.Errorf("the upstream dry run (exit %d) names too few public sites: the grep is broken", up.code)
+	}
+}
