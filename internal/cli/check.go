@@ -215,7 +215,7 @@ func (f *connectivityFlags) run(cmd *cobra.Command, s Streams, kf *kubeclient.Fl
 		return Usage(err)
 	}
 	r := &connectivity.Runner{
-		Client: cs, Exec: connectivity.SPDYExec{Config: cfg, Client: cs}, Kit: kit,
+		Client: cs, Exec: connectivity.APIExec{Config: cfg, Client: cs}, Kit: kit,
 		ReadyTimeout: f.readyTimeout, ProbeTimeout: f.probeTimeout, Attempts: f.attempts,
 		CleanupTimeout: ConnectivityCleanupTime, Keep: f.keep, Progress: s.Err,
 	}

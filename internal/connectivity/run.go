@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
+	"k8s.io/streaming/pkg/httpstream"
 )
 
 // Result is a test action's outcome.
@@ -109,17 +110,30 @@ type Execer interface {
 	Exec(ctx context.Context, namespace, pod string, cmd []string) (stdout, stderr string, err error)
 }
 
-// SPDYExec runs commands through the API server's pods/exec.
-type SPDYExec struct {
+// APIExec runs commands through the API server's pods/exec, as kubectl
+// exec does.
+type APIExec struct {
 	Config *rest.Config
 	Client kubernetes.Interface
 }
 
 // Exec runs cmd in the pod's "probe" container; ctx bounds it.
-func (e SPDYExec) Exec(ctx context.Context, namespace, pod string, cmd []string) (string, string, error) {
+func (e APIExec) Exec(ctx context.Context, namespace, pod string, cmd []string) (string, string, error) {
 	req := e.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: "probe", Command: cmd, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	ex, err := remotecommand.NewSPDYExecutor(e.Config, "POST", req.URL())
+	// As kubectl exec: WebSocket first (GET, RFC 6455), SPDY when the
+	// upgrade is refused (older API servers, proxies).
+	spdy, err := remotecommand.NewSPDYExecutor(e.Config, "POST", req.URL())
+	if err != nil {
+		return "", "", fmt.Errorf("exec in %s/%s: %w", namespace, pod, err)
+	}
+	ws, err := remotecommand.NewWebSocketExecutor(e.Config, "GET", req.URL().String())
+	if err != nil {
+		return "", "", fmt.Errorf("exec in %s/%s: %w", namespace, pod, err)
+	}
+	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
 	if err != nil {
 		return "", "", fmt.Errorf("exec in %s/%s: %w", namespace, pod, err)
 	}

@@ -443,3 +443,27 @@ func (c *cancelOn) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// The real exec path (WebSocket, falling back to SPDY as kubectl does)
+// against the real API server: a pod that no kubelet runs cannot be exec'd
+// into, and the error comes back at once, naming the cause, instead of
+// hanging or passing.
+func TestAPIExecUnscheduled(t *testing.T) {
+	env := testenv.Get(t)
+	cs, _ := env.Client()
+	ns := env.NewNamespace(t, "conn-exec-", nil)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: "example/hello:1"}}},
+	}
+	if _, err := cs.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, _, err := connectivity.APIExec{Config: env.AdminConfig(), Client: cs}.Exec(ctx, ns, "p", []string{"/hello", "get", "http://10.0.0.1/"})
+	var ee utilexec.ExitError
+	if err == nil || errors.As(err, &ee) || ctx.Err() != nil || !strings.Contains(err.Error(), "does not have a host assigned") {
+		t.Errorf("exec into an unscheduled pod: %v (ctx %v)", err, ctx.Err())
+	}
+}
