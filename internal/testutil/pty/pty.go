@@ -82,4 +82,3 @@ func (p *Terminal) Output() string {
 	defer p.mu.Unlock()
 	return string(p.out)
 }
-
