@@ -41,7 +41,7 @@ func Hosts(p *plan.Plan) []provision.Host {
 // Expectations derives what preflight checks the hosts against.
 func Expectations(p *plan.Plan) preflight.Expect {
 	x := preflight.Expect{LinuxID: expectedLinuxID, LinuxVersionID: expectedLinuxVersion,
-		WindowsBuilds: map[string]string{}, APIName: p.APIServer.Host}
+		WindowsBuilds: map[string]string{}, APIName: p.APIServer.Host, AllowCgroupV1: p.AllowCgroupV1}
 	for _, n := range p.Nodes {
 		if n.IsControlPlane() {
 			x.APIAddresses = append(x.APIAddresses, n.Address)

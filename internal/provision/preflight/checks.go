@@ -33,6 +33,8 @@ const (
 	CheckPortFree      = "port-free"
 	CheckProductUUID   = "product-uuid-unique"
 	CheckMachineID     = "machine-id-unique"
+	CheckCgroupVersion = "cgroup-version"
+	CheckContainerHost = "container-host"
 )
 
 // IgnoreAll is the --ignore-preflight-errors value that ignores every check.
@@ -82,6 +84,8 @@ type Expect struct {
 	// MaxClockSkew above which a host's clock is an error (default 30s;
 	// half of it is a warning).
 	MaxClockSkew time.Duration
+	// AllowCgroupV1 accepts cgroup v1 hosts (spec.allowCgroupV1).
+	AllowCgroupV1 bool
 	// AlreadyInstalled skips the port check: the ports are expected to be
 	// in use by the cluster's own components on a re-run.
 	AlreadyInstalled bool
@@ -164,6 +168,10 @@ func Checks() []Check {
 			Doc: "the build is the spec's `windows.build` (process isolation needs images of the host's build)"},
 		{name: CheckSwap, scope: ScopeNode, os: provision.Linux, Severity: "error", check: checkSwap,
 			Doc: "no active swap (`/proc/swaps`)"},
+		{name: CheckCgroupVersion, scope: ScopeNode, os: provision.Linux, Severity: "error", check: checkCgroupVersion,
+			Doc: "the cgroup version (`/sys/fs/cgroup`): v1 is refused unless `spec.allowCgroupV1` (then the kubelet gets failCgroupV1: false)"},
+		{name: CheckContainerHost, scope: ScopeNode, os: provision.Linux, Severity: "warning", check: checkContainerHost,
+			Doc: "reports a container host (systemd-nspawn, lxc, docker: `systemd-detect-virt -c`) and missing bounding capabilities (CapBnd): without CAP_SYS_RESOURCE containerd restricts OOM scores and the kubelet keeps 0; without CAP_SYS_TIME the clock is checked, not configured"},
 		{name: CheckFactsReadable, scope: ScopeNode, Severity: "warning", check: checkFactsReadable,
 			Doc: "product_uuid and machine id could be read (product_uuid needs root on Linux)"},
 		{name: CheckTimeSync, scope: ScopePrepared, Severity: "error", check: checkTimeSync,
@@ -309,10 +317,47 @@ func checkOSVersion(in Input) (warnings, errs []error) {
 	switch {
 	case f.OSID == "":
 		warnings = append(warnings, errors.New("could not read /etc/os-release"))
+	case f.OSID == "debian" && (f.OSVersionID == "12" || f.OSVersionID == "13"):
+		// Debian 12 and 13 are supported beside the guide's Ubuntu.
 	case x.LinuxID != "" && f.OSID != x.LinuxID, x.LinuxVersionID != "" && f.OSVersionID != x.LinuxVersionID:
 		warnings = append(warnings, fmt.Errorf("%s (%s %s), the procedure is written for %s %s", f.OSPrettyName, f.OSID, f.OSVersionID, x.LinuxID, x.LinuxVersionID))
 	}
 	return warnings, nil
+}
+
+func checkCgroupVersion(in Input) (warnings, errs []error) {
+	// An unknown version is not guessed at: kubeadm's own preflight
+	// (SystemVerification) checks it again.
+	switch in.Facts.CgroupVersion {
+	case "v1":
+		if !in.Expect.AllowCgroupV1 {
+			errs = append(errs, errors.New("cgroup v1: kubelet 1.37 refuses it by default; set spec.allowCgroupV1: true to run with failCgroupV1: false and kubeadm's SystemVerification ignored, or boot the host with cgroup v2"))
+		}
+	}
+	return warnings, errs
+}
+
+// checkContainerHost says what a container host, or a host without the
+// capabilities the kubelet and chrony use, means for the installation.
+func checkContainerHost(in Input) (warnings, errs []error) {
+	f := in.Facts
+	if f.Container != "" && f.Container != "none" {
+		warnings = append(warnings, fmt.Errorf("the host is a %s container (cgroup %s): kernel modules and most sysctls belong to the machine that runs it", f.Container, orUnknown(f.CgroupVersion)))
+	}
+	if f.CapsKnown && !f.CapSysResource {
+		warnings = append(warnings, errors.New("no CAP_SYS_RESOURCE: OOM scores cannot be lowered; prepare.sh sets containerd's restrict_oom_score_adj = true, and the kubelet needs oomScoreAdj: 0 (rendered with spec.allowCgroupV1)"))
+	}
+	if f.CapsKnown && !f.CapSysTime {
+		warnings = append(warnings, errors.New("no CAP_SYS_TIME: chrony cannot set the clock; prepare.sh checks time sync instead of configuring it (the host that runs this one must keep it in sync)"))
+	}
+	return warnings, nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "version unknown"
+	}
+	return s
 }
 
 func checkWindowsBuild(in Input) (warnings, errs []error) {

@@ -61,6 +61,17 @@ type Facts struct {
 	// KubeletConfigured is set when the node already belongs to a cluster
 	// (kubelet.conf exists): its ports are expected to be in use.
 	KubeletConfigured bool
+	// Container is the container manager the Linux host runs in
+	// (systemd-detect-virt -c: systemd-nspawn, lxc, docker, ...), "none"
+	// on a machine or VM, "" when unknown.
+	Container string
+	// CgroupVersion is "v1" or "v2" ("" unknown), from the file system
+	// type of /sys/fs/cgroup.
+	CgroupVersion string
+	// CapsKnown is set when CapBnd could be read; then CapSysResource and
+	// CapSysTime say whether the host may hold those capabilities.
+	CapsKnown                  bool
+	CapSysResource, CapSysTime bool
 }
 
 // Gather runs the fact-gathering script on one host.
@@ -106,6 +117,9 @@ s epoch; date -u +%s
 s resolve; getent ahostsv4 ` + transport.ShellQuote(apiName) + ` 2>/dev/null | awk '{print $1}' | sort -u
 s tcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null
 s kubelet-conf; test -e /etc/kubernetes/kubelet.conf && echo present
+s container; systemd-detect-virt -c 2>/dev/null || cat /run/systemd/container 2>/dev/null
+s cgroupfs; stat -f -c %T /sys/fs/cgroup 2>/dev/null
+s capbnd; awk '/^CapBnd:/ {print $2}' /proc/self/status 2>/dev/null
 s end
 `
 }
@@ -274,5 +288,25 @@ func Parse(h provision.Host, out string) *Facts {
 	}
 	f.TimeSynced = first("ntp")
 	f.Listening = ParseProcNetTCP(secs["tcp"])
+	if c := first("container"); c != "" && !strings.ContainsAny(c, " \t") {
+		f.Container = c
+	}
+	switch first("cgroupfs") {
+	case "cgroup2fs":
+		f.CgroupVersion = "v2"
+	case "tmpfs":
+		f.CgroupVersion = "v1"
+	}
+	if v, err := strconv.ParseUint(first("capbnd"), 16, 64); err == nil {
+		f.CapsKnown = true
+		f.CapSysResource = v&(1<<CapSysResourceBit) != 0
+		f.CapSysTime = v&(1<<CapSysTimeBit) != 0
+	}
 	return f
 }
+
+// Capability bits of CapBnd (linux/capability.h).
+const (
+	CapSysResourceBit = 24
+	CapSysTimeBit     = 25
+)
