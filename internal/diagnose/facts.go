@@ -1,0 +1,218 @@
+package diagnose
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/hybridctl/hybridctl/internal/provision"
+)
+
+// Facts is what the gathering script found on one node, parsed. The checks
+// read only Facts and the Cluster view; they never run anything.
+type Facts struct {
+	Node string
+	OS   provision.OS
+
+	// Services are the node services the script asked about, by name
+	// (missing ones have Found false).
+	Services map[string]Service
+	// ServiceEvents are Windows Service Control Manager events about
+	// containerd or kubelet in the last 24 hours (newest first).
+	ServiceEvents []ServiceEvent
+
+	CRI Probe
+	// CRIConditions are crictl info's status.conditions (RuntimeReady,
+	// NetworkReady) when it answered.
+	CRIConditions []CRICondition
+
+	// KubeletLog is the tail of the kubelet's log, oldest first.
+	KubeletLog []LogLine
+	// KubeletLogSource names where the lines came from.
+	KubeletLogSource string
+	// KubeletLogError is why the log could not be read ("" when it was).
+	KubeletLogError string
+
+	API Probe
+
+	Clock Clock
+
+	// CNIDir is the CNI configuration directory; CNIFiles the
+	// configuration files found in it (*.conf, *.conflist, *.json).
+	CNIDir   string
+	CNIFiles []CNIFile
+	// CNIError is why the directory could not be read.
+	CNIError string
+
+	Linux   *LinuxNet
+	Windows *WindowsNet
+
+	// Raw are the outputs as gathered, for --collect (not yet redacted).
+	Raw []RawFile
+}
+
+// Service is one service's state, in the OS's own (non-localised) terms.
+type Service struct {
+	Name  string
+	Found bool
+	// Running: systemd ActiveState=active, Windows Status=Running.
+	Running bool
+	// State is the raw state (active/failed/inactive, Running/Stopped).
+	State string
+	// StartType is systemd's UnitFileState (enabled, disabled, static) or
+	// Windows' StartType (Automatic, Manual, Disabled).
+	StartType string
+}
+
+// ServiceEvent is a Service Control Manager event (System log).
+type ServiceEvent struct {
+	ID      int
+	Time    time.Time
+	Service string
+	Message string
+}
+
+// Probe is the outcome of a command that either worked or did not.
+type Probe struct {
+	Ran    bool // false: the probe itself could not run (tool missing)
+	OK     bool
+	Detail string // the failure, or what answered
+}
+
+// CRICondition is one of crictl info's status conditions.
+type CRICondition struct {
+	Type    string `json:"type"`
+	Status  bool   `json:"status"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// LogLine is one kubelet log line. Time is zero when the line has no
+// timestamp the parser understands (such lines are never "recent").
+type LogLine struct {
+	Time time.Time
+	Text string
+}
+
+// Clock is one sample of the node's clock against this machine's.
+type Clock struct {
+	// Sampled is false when the sample failed (Detail says why).
+	Sampled bool
+	Detail  string
+	// Node is the node's time; Before and After bracket the command here.
+	Node, Before, After time.Time
+	// Synced is the node's own view of its time synchronisation
+	// (timedatectl NTPSynchronized on Linux), "" when unknown.
+	Synced string
+}
+
+// Skew is the node's clock minus this machine's at the midpoint of the
+// round trip, and the uncertainty (half the round trip).
+func (c Clock) Skew() (skew, uncertainty time.Duration) {
+	half := c.After.Sub(c.Before) / 2
+	mid := c.Before.Add(half)
+	return c.Node.Sub(mid), half
+}
+
+// CNIFile is one CNI configuration file.
+type CNIFile struct {
+	Name string
+	// Valid is false when the content is not a CNI configuration (not
+	// JSON, or without a type or plugins list); Problem says why.
+	Valid   bool
+	Problem string
+	// NetworkName and Types are the configuration's name and plugin types.
+	NetworkName string
+	Types       []string
+}
+
+// LinuxNet is the Linux node's network state relevant to the overlay.
+type LinuxNet struct {
+	Links  []Link
+	Addrs  map[string][]netip.Prefix // by device
+	Routes []Route
+	Neigh  []Neigh
+	FDB    []FDB
+	// UDPPorts are the local UDP ports with a bound socket (from
+	// /proc/net/udp), which include the kernel's VXLAN sockets.
+	UDPPorts map[int]bool
+}
+
+// Link is a network device.
+type Link struct {
+	Name  string
+	Kind  string // "vxlan", "bridge", ... ("" for a plain device)
+	MAC   string // lower case, colon separated
+	Up    bool
+	MTU   int
+	VNI   int // VXLAN only
+	Port  int // VXLAN only: the UDP destination port
+	Local string
+}
+
+// Route is one IPv4 route of the main table.
+type Route struct {
+	Dst      netip.Prefix
+	Gateway  netip.Addr
+	Dev      string
+	Protocol string
+	OnLink   bool
+	Raw      string // as ip(8) would print it, for messages
+}
+
+// Neigh is a neighbour (ARP) entry.
+type Neigh struct {
+	Dst   netip.Addr
+	MAC   string
+	Dev   string
+	State string
+}
+
+// FDB is a forwarding database entry of a VXLAN device.
+type FDB struct {
+	MAC string
+	Dst netip.Addr
+	Dev string
+}
+
+// WindowsNet is the Windows node's HNS state relevant to the overlay.
+type WindowsNet struct {
+	Networks []HNSNetwork
+	// Error is why Get-HnsNetwork failed ("" when it ran).
+	Error string
+	// Firewall is the OverlayTraffic4789UDP rule, nil when absent.
+	Firewall *FirewallRule
+}
+
+// HNSNetwork is one HNS network (Get-HnsNetwork).
+type HNSNetwork struct {
+	Name         string
+	Type         string
+	ManagementIP string
+	DrMAC        string
+	Subnets      []netip.Prefix
+	Gateways     []netip.Addr
+	VSID         int
+	Routes       []RemoteSubnetRoute
+}
+
+// RemoteSubnetRoute is an HNS network policy: a remote block, the node
+// address behind it and the MAC of its VTEP.
+type RemoteSubnetRoute struct {
+	Prefix   netip.Prefix
+	Provider netip.Addr
+	MAC      string
+	VSID     int
+}
+
+// FirewallRule is a Windows firewall rule's state.
+type FirewallRule struct {
+	Enabled   bool
+	Direction string
+	Action    string
+}
+
+// RawFile is one raw output saved by --collect.
+type RawFile struct {
+	Name string
+	Data []byte
+}

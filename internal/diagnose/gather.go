@@ -1,0 +1,269 @@
+package diagnose
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/transport"
+)
+
+// Conn is the part of apply's SSH client (transport.Client) gathering uses.
+type Conn interface {
+	Config() transport.Config
+	// Exec runs a command line exactly as given.
+	Exec(ctx context.Context, command string, stdin io.Reader) (*transport.Result, error)
+	// RunWithStdin runs a script the OS's way (PowerShell -EncodedCommand
+	// on Windows).
+	RunWithStdin(ctx context.Context, script string, stdin io.Reader) (*transport.Result, error)
+}
+
+// LinuxCommandLine is the command line that runs the Linux script: the
+// script is one quoted word, and the marker, API host and port follow as
+// separate quoted words, the script's $1, $2, $3. With sudo it runs as
+// root through sudo -n (journalctl and crictl need root).
+func LinuxCommandLine(sudo bool, marker, apiHost string, apiPort int) string {
+	line := "sh -c " + transport.ShellQuote(LinuxScript) + " hybridctl-diagnose " +
+		transport.ShellQuote(marker) + " " + transport.ShellQuote(apiHost) + " " + transport.ShellQuote(strconv.Itoa(apiPort))
+	if sudo {
+		return "sudo -n -- " + line
+	}
+	return line
+}
+
+// WindowsInput is the Windows script's standard input.
+func WindowsInput(apiHost string, apiPort int) []byte {
+	b, _ := json.Marshal(struct {
+		APIHost string `json:"apiHost"`
+		APIPort int    `json:"apiPort"`
+	}{apiHost, apiPort})
+	return append(b, '\n')
+}
+
+// ClockCommand is the command that samples a node's clock on its own, so
+// the round trip around it is short.
+func ClockCommand(os provision.OS) string {
+	if os == provision.Windows {
+		return "[DateTimeOffset]::UtcNow.ToUnixTimeMilliseconds()"
+	}
+	return "date +%s%N"
+}
+
+func newMarker() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "hybridctl-" + hex.EncodeToString(b)
+}
+
+// validArg refuses what no argument can carry (NUL) or what no API host
+// holds (a line break): refused here, never sent.
+func validArg(what, s string) error {
+	if strings.ContainsAny(s, "\x00\n\r") {
+		return fmt.Errorf("%s %q contains a NUL or a line break", what, s)
+	}
+	return nil
+}
+
+// Gather runs the node's read-only gathering over conn and parses it. The
+// clock is sampled first with a command of its own.
+func Gather(ctx context.Context, conn Conn, node string, x Expect) (*Facts, error) {
+	if err := validArg("the API host", x.APIHost); err != nil {
+		return nil, err
+	}
+	cfg := conn.Config()
+	clock := sampleClock(ctx, conn, cfg.OS)
+	var f *Facts
+	switch cfg.OS {
+	case provision.Windows:
+		res, err := conn.RunWithStdin(ctx, WindowsScript, bytes.NewReader(WindowsInput(x.APIHost, x.APIPort)))
+		if err != nil {
+			return nil, fmt.Errorf("gathering on %s: %w", node, err)
+		}
+		if f, err = ParseWindows(node, res.Stdout); err != nil {
+			return nil, err
+		}
+	default:
+		marker := newMarker()
+		res, err := conn.Exec(ctx, LinuxCommandLine(cfg.Sudo, marker, x.APIHost, x.APIPort), nil)
+		if err != nil {
+			return nil, fmt.Errorf("gathering on %s: %w", node, err)
+		}
+		if f, err = ParseLinux(node, res.Stdout, marker); err != nil {
+			return nil, err
+		}
+	}
+	if clock.Sampled {
+		clock.Synced = f.Clock.Synced
+		f.Clock = clock
+	} else if f.Clock.Sampled {
+		// Only the script's own sample: no bracket to measure against.
+		f.Clock.Sampled = false
+		f.Clock.Detail = clock.Detail
+	}
+	return f, nil
+}
+
+func sampleClock(ctx context.Context, conn Conn, os provision.OS) Clock {
+	var res *transport.Result
+	var err error
+	before := time.Now()
+	if os == provision.Windows {
+		res, err = conn.RunWithStdin(ctx, ClockCommand(os), nil)
+	} else {
+		res, err = conn.Exec(ctx, ClockCommand(os), nil)
+	}
+	after := time.Now()
+	if err != nil {
+		return Clock{Detail: err.Error()}
+	}
+	out := strings.TrimSpace(string(res.Stdout))
+	n, perr := strconv.ParseInt(out, 10, 64)
+	if perr != nil {
+		return Clock{Detail: fmt.Sprintf("the clock command printed %q", oneLine(out, 80))}
+	}
+	var t time.Time
+	if os == provision.Windows {
+		t = time.UnixMilli(n)
+	} else {
+		t = time.Unix(0, n)
+	}
+	return Clock{Sampled: true, Node: t.UTC(), Before: before, After: after}
+}
+
+// Target is one node to diagnose.
+type Target struct {
+	Name string
+	OS   provision.OS
+}
+
+// Options is one run of node diagnose.
+type Options struct {
+	Targets []Target
+	// Dial returns the connection to a node (apply's transport pool).
+	Dial func(ctx context.Context, node string) (Conn, error)
+	// Cluster is the API's view; ClusterErr why it is nil.
+	Cluster    *Cluster
+	ClusterErr error
+	Expect     Expect
+	// Only selects checks by ID (all when empty).
+	Only map[string]bool
+	// Concurrency bounds the nodes gathered at once (default 4).
+	Concurrency int
+	// NodeTimeout bounds one node's gathering (default 2 minutes).
+	NodeTimeout time.Duration
+}
+
+// NodeResult is one node's outcome.
+type NodeResult struct {
+	Name  string       `json:"name"`
+	OS    provision.OS `json:"os"`
+	Error string       `json:"error,omitempty"`
+	Facts *Facts       `json:"-"`
+}
+
+// Result is a whole run: findings and skipped checks in node order (the
+// spec's), then check order.
+type Result struct {
+	Nodes    []NodeResult
+	Findings []Finding
+	Skipped  []Skipped
+	// Ran is the number of checks selected.
+	Ran int
+	// Source is the cluster's overlay source, "" when unknown.
+	Source string
+}
+
+// Unreached returns the nodes that could not be gathered.
+func (r *Result) Unreached() []NodeResult {
+	var out []NodeResult
+	for _, n := range r.Nodes {
+		if n.Error != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Incomplete reports whether something the user asked for could not be
+// checked: a node not reached, or a check skipped because a read failed.
+func (r *Result) Incomplete() bool {
+	if len(r.Unreached()) > 0 {
+		return true
+	}
+	for _, s := range r.Skipped {
+		if s.Incomplete {
+			return true
+		}
+	}
+	return false
+}
+
+// Run gathers every target (concurrently, bounded) and evaluates the
+// checks. A node that cannot be reached is recorded, not fatal.
+func Run(ctx context.Context, o Options) *Result {
+	conc := o.Concurrency
+	if conc <= 0 {
+		conc = 4
+	}
+	timeout := o.NodeTimeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	res := &Result{Nodes: make([]NodeResult, len(o.Targets)), Ran: len(o.Only)}
+	if len(o.Only) == 0 {
+		res.Ran = len(Checks())
+	}
+	if o.Cluster != nil {
+		res.Source = o.Cluster.Source
+	}
+	sem := make(chan struct{}, conc)
+	var wg sync.WaitGroup
+	for i, t := range o.Targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			nr := NodeResult{Name: t.Name, OS: t.OS}
+			nctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			f, err := gatherOne(nctx, o, t)
+			if err != nil {
+				if errors.Is(nctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+					err = fmt.Errorf("%w (no answer within %s)", err, timeout)
+				}
+				nr.Error = err.Error()
+			}
+			nr.Facts = f
+			res.Nodes[i] = nr
+		}()
+	}
+	wg.Wait()
+	for _, n := range res.Nodes {
+		if n.Facts == nil {
+			continue
+		}
+		fs, sk := Evaluate(n.Facts, o.Cluster, o.ClusterErr, o.Expect, o.Only)
+		res.Findings = append(res.Findings, fs...)
+		res.Skipped = append(res.Skipped, sk...)
+	}
+	return res
+}
+
+func gatherOne(ctx context.Context, o Options, t Target) (*Facts, error) {
+	conn, err := o.Dial(ctx, t.Name)
+	if err != nil {
+		return nil, err
+	}
+	return Gather(ctx, conn, t.Name, o.Expect)
+}

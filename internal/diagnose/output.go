@@ -1,0 +1,147 @@
+package diagnose
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/hybridctl/hybridctl/internal/checks"
+	"github.com/hybridctl/hybridctl/internal/report"
+)
+
+// Summary counts a run.
+type Summary struct {
+	Errors      int `json:"errors"`
+	Warnings    int `json:"warnings"`
+	Info        int `json:"info"`
+	Checks      int `json:"checks"`
+	Skipped     int `json:"skipped"`
+	Nodes       int `json:"nodes"`
+	Unreachable int `json:"unreachable"`
+}
+
+// Summarize counts r.
+func Summarize(r *Result) Summary {
+	s := Summary{Checks: r.Ran, Skipped: len(r.Skipped), Nodes: len(r.Nodes), Unreachable: len(r.Unreached())}
+	for _, f := range r.Findings {
+		switch f.Severity {
+		case checks.Error:
+			s.Errors++
+		case checks.Warning:
+			s.Warnings++
+		default:
+			s.Info++
+		}
+	}
+	return s
+}
+
+// object is doctor's finding object: the Node.
+type object struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+}
+
+// WriteJSON writes doctor's shape ({"findings","skipped","summary"}) with
+// node and evidence on each finding, node on each skipped check, and the
+// nodes (with the error of those not reached).
+func WriteJSON(w io.Writer, r *Result) error {
+	type finding struct {
+		Check    string          `json:"check"`
+		Name     string          `json:"name"`
+		Severity checks.Severity `json:"severity"`
+		Node     string          `json:"node"`
+		Object   object          `json:"object"`
+		Message  string          `json:"message"`
+		Fix      string          `json:"fix"`
+		Evidence []string        `json:"evidence"`
+	}
+	type skipped struct {
+		Check  string `json:"check"`
+		Name   string `json:"name"`
+		Node   string `json:"node"`
+		Reason string `json:"reason"`
+	}
+	out := struct {
+		Findings []finding    `json:"findings"`
+		Skipped  []skipped    `json:"skipped"`
+		Nodes    []NodeResult `json:"nodes"`
+		Overlay  string       `json:"overlay,omitempty"`
+		Summary  Summary      `json:"summary"`
+	}{Findings: []finding{}, Skipped: []skipped{}, Nodes: r.Nodes, Overlay: r.Source, Summary: Summarize(r)}
+	if out.Nodes == nil {
+		out.Nodes = []NodeResult{}
+	}
+	for _, f := range r.Findings {
+		ev := f.Evidence
+		if ev == nil {
+			ev = []string{}
+		}
+		out.Findings = append(out.Findings, finding{Check: f.Check, Name: f.Name, Severity: f.Severity, Node: f.Node,
+			Object: object{APIVersion: "v1", Kind: "Node", Name: f.Node}, Message: f.Message, Fix: f.Fix, Evidence: ev})
+	}
+	for _, s := range r.Skipped {
+		out.Skipped = append(out.Skipped, skipped{Check: s.Check, Name: s.Name, Node: s.Node, Reason: s.Reason})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// WriteTable writes the findings grouped by severity, as doctor does, each
+// with its evidence and fix; then the skipped checks and the nodes not
+// reached.
+func WriteTable(w io.Writer, r *Result) error {
+	var b strings.Builder
+	for _, sev := range []checks.Severity{checks.Error, checks.Warning, checks.Info} {
+		var fs []Finding
+		for _, f := range r.Findings {
+			if f.Severity == sev {
+				fs = append(fs, f)
+			}
+		}
+		if len(fs) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "%s (%d)\n", strings.ToUpper(string(sev)), len(fs))
+		for _, f := range fs {
+			fmt.Fprintf(&b, "  %s %s  Node %s\n", f.Check, f.Name, f.Node)
+			fmt.Fprintf(&b, "      %s\n", f.Message)
+			for _, e := range f.Evidence {
+				fmt.Fprintf(&b, "        %s\n", e)
+			}
+			fmt.Fprintf(&b, "      fix: %s\n", f.Fix)
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Skipped) > 0 {
+		fmt.Fprintf(&b, "SKIPPED (%d)\n", len(r.Skipped))
+		for _, s := range r.Skipped {
+			fmt.Fprintf(&b, "  %s %s  Node %s: %s\n", s.Check, s.Name, s.Node, s.Reason)
+		}
+		b.WriteString("\n")
+	}
+	if un := r.Unreached(); len(un) > 0 {
+		fmt.Fprintf(&b, "NOT REACHED (%d)\n", len(un))
+		for _, n := range un {
+			fmt.Fprintf(&b, "  %s: %s\n", n.Name, n.Error)
+		}
+		b.WriteString("\n")
+	}
+	s := Summarize(r)
+	if len(r.Findings) == 0 && s.Unreachable == 0 {
+		b.WriteString("No problems found.\n")
+	}
+	overlay := ""
+	if r.Source != "" {
+		overlay = "; overlay from " + r.Source
+	}
+	fmt.Fprintf(&b, "%s, %s, %d info; %s on %s, %d skipped, %d not reached%s\n",
+		report.Plural(s.Errors, "error"), report.Plural(s.Warnings, "warning"), s.Info, report.Plural(s.Checks, "check"),
+		report.Plural(s.Nodes, "node"), s.Skipped, s.Unreachable, overlay)
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,329 @@
+//go:build unix
+
+package diagnose
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hybridctl/hybridctl/internal/checks"
+	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/transport"
+	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
+	"github.com/hybridctl/hybridctl/internal/pwshtest"
+)
+
+// Stand-ins for the node's tools: each prints the section of the recorded
+// output (testdata/linux-node-1.out) the real tool would print. date,
+// getent, bash, timeout, ls and head are the real ones.
+const linuxShims = `
+systemctl:cat "$SHIM_DIR/rec/services"
+crictl:cat "$SHIM_DIR/rec/crictl"
+journalctl:cat "$SHIM_DIR/rec/kubelet-log"
+timedatectl:cat "$SHIM_DIR/rec/time-sync"
+bridge:[ "$*" = "-j fdb show dev vxlan.calico" ] && exec cat "$SHIM_DIR/rec/fdb vxlan.calico"; echo "bridge: unexpected $*" >&2; exit 1
+cat:[ "$*" = /proc/net/udp ] && exec /bin/cat "$SHIM_DIR/rec/udp"; exec /bin/cat "$@"
+ip:case "$*" in
+  "-j -d link show") exec cat "$SHIM_DIR/rec/links" ;;
+  "-j -4 addr show") exec cat "$SHIM_DIR/rec/addrs" ;;
+  "-j -4 route show table main") exec cat "$SHIM_DIR/rec/routes" ;;
+  "-o link show type vxlan") echo "5: vxlan.calico: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1450 qdisc noqueue state UNKNOWN mode DEFAULT group default" ;;
+  "-j -4 neigh show dev vxlan.calico") exec cat "$SHIM_DIR/rec/neigh vxlan.calico" ;;
+  *) echo "ip: unexpected $*" >&2; exit 1 ;;
+esac
+`
+
+// installLinuxShims writes the stand-ins into dir/bin and the recorded
+// sections into dir/rec.
+func installLinuxShims(t *testing.T, dir string) {
+	t.Helper()
+	secs, err := splitSections([]byte(readFixture(t, "linux-node-1.out")), testMarker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "rec"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secs {
+		if strings.Contains(s.Name, "/") {
+			continue // the CNI files: the script reads this machine's
+		}
+		if err := os.WriteFile(filepath.Join(dir, "rec", s.Name), []byte(s.Out+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var name string
+	var body strings.Builder
+	flush := func() {
+		if name == "" {
+			return
+		}
+		if err := os.WriteFile(filepath.Join(dir, "bin", name), []byte("#!/bin/sh\n"+body.String()), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSpace(linuxShims), "\n") {
+		if n, rest, ok := strings.Cut(l, ":"); ok && !strings.HasPrefix(l, " ") && !strings.Contains(n, " ") && !strings.HasPrefix(l, "esac") {
+			flush()
+			name = n
+			body.Reset()
+			body.WriteString(rest + "\n")
+			continue
+		}
+		body.WriteString(l + "\n")
+	}
+	flush()
+}
+
+// apiListener stands for the API server: a TCP listener on loopback.
+func apiListener(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// hostileHosts are API hosts that would run a command if the script ever
+// put them inside a string a shell evaluates.
+func hostileHosts(marker string) []string {
+	return []string{
+		"127.0.0.1$(touch " + marker + ")",
+		"127.0.0.1`touch " + marker + "`",
+		"x'; touch " + marker + "; echo '",
+		`x"; touch ` + marker + `; echo "`,
+		"127.0.0.1; touch " + marker,
+		"-o ProxyCommand=touch " + marker,
+	}
+}
+
+// netnsShims make the name lookups of the hostile hosts stay on this
+// machine: getent and timeout (which runs bash's /dev/tcp connect) run in a
+// new network namespace with no interfaces (they fail closed when it
+// cannot be made), so a junk name never reaches a DNS server.
+func netnsShims(t *testing.T, dir string) {
+	t.Helper()
+	for name, real := range map[string]string{"getent": "/usr/bin/getent", "timeout": "/usr/bin/timeout"} {
+		body := "#!/bin/sh\nexec unshare -n " + real + " \"$@\"\n"
+		if err := os.WriteFile(filepath.Join(dir, "bin", name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// linuxGather runs the real Linux script over c (a real SSH server's
+// session, sudo -n, the login shell) against the recorded tools: every
+// section arrives and parses, the clock is this machine's, the API probe
+// connects. Then hostile API hosts: the script gets them as arguments, so
+// none runs a command on the node.
+func linuxGather(t *testing.T, c *transport.Client, dir string, n int) {
+	port := apiListener(t)
+	x := labExpect()
+	x.APIHost, x.APIPort = "127.0.0.1", port
+	f, err := Gather(ctxT(t), c, "k8s-lab-node-1", x)
+	if err != nil {
+		t.Fatalf("%v\noutput: %s", err, provision.CommandOutput(err))
+	}
+	if !f.API.OK {
+		t.Errorf("API probe to 127.0.0.1:%d failed: %s", port, f.API.Detail)
+	}
+	if skew, unc := f.Clock.Skew(); !f.Clock.Sampled || skew.Abs() > unc+time.Second {
+		t.Errorf("clock of this very machine: skew %s ± %s (%+v)", skew, unc, f.Clock)
+	}
+	if l, ok := f.Linux.link("vxlan.calico"); !ok || l.MAC != "66:ee:f4:61:98:50" || len(f.Linux.FDB) != 3 || len(f.Linux.Neigh) != 3 {
+		t.Errorf("overlay tables: %+v", f.Linux)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "sudo.log")); !strings.Contains(string(b), "sh -c") {
+		t.Errorf("the script did not run through sudo -n: %q", b)
+	}
+	// The CNI directory is this machine's: HC506 is left out.
+	all := map[string]bool{"HC501": true, "HC502": true, "HC503": true, "HC504": true, "HC505": true, "HC507": true, "HC508": true}
+	fs, sk := Evaluate(f, calicoLab(t), nil, x, all)
+	expectExactly(t, fs)
+	if len(sk) != 0 {
+		t.Errorf("skipped %+v", sk)
+	}
+
+	netnsShims(t, dir)
+	marker := filepath.Join(t.TempDir(), "pwned")
+	for _, host := range hostileHosts(marker)[:n] {
+		x.APIHost = host
+		f, err := Gather(ctxT(t), c, "k8s-lab-node-1", x)
+		if err != nil {
+			t.Fatalf("host %q: %v", host, err)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("the API host %q ran a command on the node", host)
+		}
+		fs, _ := Evaluate(f, calicoLab(t), nil, x, map[string]bool{"HC504": true})
+		expectExactly(t, fs, want{"HC504", checks.Error, []string{"cannot open a TCP connection to the API at " + net.JoinHostPort(host, strconv.Itoa(port))}})
+	}
+	x.APIHost = "127.0.0.1\ntouch " + marker
+	if _, err := Gather(ctxT(t), c, "k8s-lab-node-1", x); err == nil || !strings.Contains(err.Error(), "line break") {
+		t.Errorf("a host with a line break: %v", err)
+	}
+}
+
+// Through the in-process SSH server (exec with /bin/sh -c, the sudo -n
+// stand-in): every hostile host.
+func TestGatherLinuxOverSSH(t *testing.T) {
+	key := sshtest.NewKey(t)
+	srv := sshtest.Start(t, key.Signer.PublicKey())
+	installLinuxShims(t, srv.Dir)
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(kh, []byte(srv.KnownHostsLine()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := transport.Dial(ctxT(t), transport.Config{Host: "k8s-lab-node-1", Address: srv.Addr, User: "user", KeyFiles: []string{key.Path},
+		KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 10 * time.Second, OS: provision.Linux, Sudo: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	linuxGather(t, c, srv.Dir, len(hostileHosts("")))
+}
+
+// Through Debian's real sshd and the user's login shell: the first two
+// hostile hosts (a real sshd is slow to start sessions on a loaded machine).
+func TestGatherLinuxOverOpenSSH(t *testing.T) {
+	key := sshtest.NewKey(t)
+	o := sshtest.StartOpenSSH(t, key.Signer.PublicKey())
+	installLinuxShims(t, o.Dir)
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(kh, []byte(o.KnownHostsLine()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := transport.Dial(ctxT(t), transport.Config{Host: "k8s-lab-node-1", Address: o.Addr, User: o.User, KeyFiles: []string{key.Path},
+		KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 30 * time.Second, OS: provision.Linux, Sudo: true})
+	if err != nil {
+		t.Fatalf("%v\nsshd: %s", err, o.Log())
+	}
+	defer func() { _ = c.Close() }()
+	linuxGather(t, c, o.Dir, 2)
+}
+
+// The Windows script as it reaches a Windows node: PowerShell
+// -EncodedCommand through a real SSH server, the API host only on standard
+// input (as JSON, never in the script), the output parsed. The script as
+// sent parses with the repository's PowerShell parser.
+func TestGatherWindowsOverSSH(t *testing.T) {
+	key := sshtest.NewKey(t)
+	srv := sshtest.Start(t, key.Signer.PublicKey())
+	if err := os.WriteFile(filepath.Join(srv.Dir, "win.json"), []byte(readFixture(t, "windows-win-1.json")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A powershell that checks the form, keeps each decoded script and its
+	// stdin, answers the clock command with this machine's clock and the
+	// gathering script with the recorded output.
+	srv.Shim("powershell", `#!/bin/sh
+[ $# -eq 4 ] && [ "$1" = -NoProfile ] && [ "$2" = -NonInteractive ] && [ "$3" = -EncodedCommand ] || { echo "powershell: unexpected $*" >&2; exit 64; }
+n=$(ls "$SHIM_DIR" | grep -c '^script-')
+printf '%s' "$4" | base64 -d | iconv -f UTF-16LE -t UTF-8 > "$SHIM_DIR/script-$n"
+cat > "$SHIM_DIR/stdin-$n"
+if grep -q ConvertTo-Json "$SHIM_DIR/script-$n"; then cat "$SHIM_DIR/win.json"; else echo $(($(date +%s%N) / 1000000)); fi
+`)
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(kh, []byte(srv.KnownHostsLine()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := transport.Config{Host: "k8s-lab-win-1", Address: srv.Addr, User: "Administrator", KeyFiles: []string{key.Path},
+		KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 10 * time.Second, OS: provision.Windows}
+	c, err := transport.Dial(ctxT(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	x := labExpect()
+	x.APIHost = "k8s-lab-api.example.com'; Remove-Item -Recurse C:\\ #$(whoami)"
+	f, err := Gather(ctxT(t), c, "k8s-lab-win-1", x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if skew, unc := f.Clock.Skew(); !f.Clock.Sampled || skew.Abs() > unc+time.Second {
+		t.Errorf("clock: %s ± %s", skew, unc)
+	}
+	if n, ok := f.Windows.network("Calico"); !ok || len(n.Routes) != 3 {
+		t.Errorf("HNS: %+v", f.Windows)
+	}
+	script, err := os.ReadFile(filepath.Join(srv.Dir, "script-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, _ := os.ReadFile(filepath.Join(srv.Dir, "stdin-1"))
+	if string(script) != transport.WrapPowerShell(WindowsScript)+"\n" && string(script) != transport.WrapPowerShell(WindowsScript) {
+		t.Errorf("the script sent is not the gathering script")
+	}
+	if strings.Contains(string(script), "Remove-Item -Recurse") {
+		t.Error("the API host is in the script's text")
+	}
+	if string(stdin) != string(WindowsInput(x.APIHost, x.APIPort)) {
+		t.Errorf("stdin %q, want %q", stdin, WindowsInput(x.APIHost, x.APIPort))
+	}
+	clock, _ := os.ReadFile(filepath.Join(srv.Dir, "script-0"))
+	pwshtest.Check(t, pwshtest.Script{Name: "gather.ps1 as sent", Text: string(script)},
+		pwshtest.Script{Name: "the clock command as sent", Text: string(clock)})
+}
+
+// Run over several nodes: one reached, one whose SSH port is closed; the
+// result keeps spec order, names the node not reached and is incomplete.
+func TestRunMixed(t *testing.T) {
+	key := sshtest.NewKey(t)
+	srv := sshtest.Start(t, key.Signer.PublicKey())
+	installLinuxShims(t, srv.Dir)
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	_ = ln.Close()
+	if err := os.WriteFile(kh, []byte(srv.KnownHostsLine()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pool := transport.NewPool(
+		transport.Config{Host: "k8s-lab-master-1", Address: closed, User: "u", KeyFiles: []string{key.Path}, KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 5 * time.Second},
+		transport.Config{Host: "k8s-lab-node-1", Address: srv.Addr, User: "u", KeyFiles: []string{key.Path}, KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 5 * time.Second},
+	)
+	defer func() { _ = pool.Close() }()
+	x := labExpect()
+	x.APIHost, x.APIPort = "127.0.0.1", apiListener(t)
+	r := Run(ctxT(t), Options{
+		Targets: []Target{{Name: "k8s-lab-master-1", OS: provision.Linux}, {Name: "k8s-lab-node-1", OS: provision.Linux}},
+		Dial:    func(ctx context.Context, n string) (Conn, error) { return pool.Get(ctx, n) },
+		Cluster: calicoLab(t), Expect: x, Only: map[string]bool{"HC504": true, "HC508": true},
+	})
+	if len(r.Nodes) != 2 || r.Nodes[0].Error == "" || r.Nodes[1].Error != "" || !r.Incomplete() || r.Ran != 2 {
+		t.Fatalf("%+v", r.Nodes)
+	}
+	expectExactly(t, r.Findings)
+	var b strings.Builder
+	if err := WriteTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "NOT REACHED (1)\n  k8s-lab-master-1: connecting to k8s-lab-master-1") || !strings.Contains(b.String(), "2 checks on 2 nodes, 0 skipped, 1 not reached; overlay from calico") {
+		t.Errorf("table:\n%s", b.String())
+	}
+}
