@@ -88,24 +88,7 @@ func (f *provisionFlags) open(ctx context.Context, s Streams) (*session, error) 
 	if err != nil {
 		return nil, Problem(fmt.Errorf("%s: %w", res.File, err))
 	}
-	home, _ := os.UserHomeDir()
-	kh := f.knownHosts
-	if kh == "" {
-		kh = filepath.Join(home, ".ssh", "known_hosts")
-	}
-	base := transport.Config{
-		KnownHosts:     &transport.KnownHosts{Path: kh, AcceptNew: f.acceptNewHostKeys},
-		AgentSocket:    os.Getenv("SSH_AUTH_SOCK"),
-		KeyFiles:       f.identities,
-		ConnectTimeout: f.connectTimeout,
-	}
-	if len(base.KeyFiles) == 0 && base.AgentSocket == "" && home != "" {
-		for _, k := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
-			if p := filepath.Join(home, ".ssh", k); fileExists(p) {
-				base.KeyFiles = append(base.KeyFiles, p)
-			}
-		}
-	}
+	base := sshBase(f.knownHosts, f.acceptNewHostKeys, f.identities, f.connectTimeout)
 	state := f.statePath
 	if state == "" {
 		dir := "."
@@ -117,6 +100,31 @@ func (f *provisionFlags) open(ctx context.Context, s Streams) (*session, error) 
 	sess := &session{plan: p, hosts: apply.Hosts(p), pool: transport.NewPool(apply.SSHConfigs(p, base)...),
 		redactor: &provision.Redactor{}, state: state}
 	return sess, nil
+}
+
+// sshBase is the transport configuration every SSH command shares (apply,
+// reset, node diagnose): known_hosts (default ~/.ssh/known_hosts), the
+// agent, else the given keys, else ~/.ssh/id_ed25519, id_ecdsa, id_rsa.
+func sshBase(knownHosts string, acceptNew bool, identities []string, connectTimeout time.Duration) transport.Config {
+	home, _ := os.UserHomeDir()
+	kh := knownHosts
+	if kh == "" {
+		kh = filepath.Join(home, ".ssh", "known_hosts")
+	}
+	base := transport.Config{
+		KnownHosts:     &transport.KnownHosts{Path: kh, AcceptNew: acceptNew},
+		AgentSocket:    os.Getenv("SSH_AUTH_SOCK"),
+		KeyFiles:       identities,
+		ConnectTimeout: connectTimeout,
+	}
+	if len(base.KeyFiles) == 0 && base.AgentSocket == "" && home != "" {
+		for _, k := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
+			if p := filepath.Join(home, ".ssh", k); fileExists(p) {
+				base.KeyFiles = append(base.KeyFiles, p)
+			}
+		}
+	}
+	return base
 }
 
 func (sess *session) reporterFor(f *provisionFlags, out io.Writer, phases []provision.Phase, verb string) provision.Reporter {

@@ -34,6 +34,7 @@ func commands(s Streams) []*cobra.Command {
 		newKubeconfigCmd(s),
 		newVersionCmd(s),
 		newDoctorCmd(s),
+		newNodeCmd(s),
 		newLintCmd(s),
 		newSpecCmd(s),
 		newCheckCmd(s),
