@@ -15,6 +15,7 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/connectivity"
+	"github.com/hybridctl/hybridctl/internal/diagnose"
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
 	"github.com/hybridctl/hybridctl/internal/provision/apply"
 	"github.com/hybridctl/hybridctl/internal/provision/preflight"
@@ -44,6 +45,7 @@ func outputValues() map[string][]string {
 		"hybridctl doctor":             report.Formats(),
 		"hybridctl lint":               report.Formats(),
 		"hybridctl check connectivity": connectivity.Formats(),
+		"hybridctl node diagnose":      {"table", "json"},
 	}
 }
 
@@ -95,6 +97,9 @@ func addCompletions(root *cobra.Command) {
 		if cmd.CommandPath() == "hybridctl kubeconfig remove" {
 			cmd.ValidArgsFunction = completeContextArg
 		}
+		if cmd.CommandPath() == "hybridctl node diagnose" {
+			cmd.ValidArgsFunction = completeNodes
+		}
 		for _, sub := range cmd.Commands() {
 			walk(sub)
 		}
@@ -137,7 +142,14 @@ func completeOutput(cmd *cobra.Command, _ []string, toComplete string) ([]string
 // completeChecks offers check IDs and names (with the check's title);
 // explain takes one value, or all.
 func completeChecks(explain bool) cobra.CompletionFunc {
-	return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if cmd.CommandPath() == "hybridctl node diagnose" {
+			var c []string
+			for _, d := range diagnose.Checks() {
+				c = append(c, d.ID+"\t"+d.Name+": "+d.Title, d.Name+"\t"+d.ID+": "+d.Title)
+			}
+			return match(c, toComplete, true), cobra.ShellCompDirectiveNoFileComp
+		}
 		docs, err := checks.Catalogue()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
