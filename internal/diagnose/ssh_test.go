@@ -213,6 +213,9 @@ func TestGatherLinuxOverSSH(t *testing.T) {
 // Through Debian's real sshd and the user's login shell: the first two
 // hostile hosts, the API probe's success left out (see linuxGather).
 func TestGatherLinuxOverOpenSSH(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real sshd's sessions take seconds to a minute each on a loaded machine; skipped under -short")
+	}
 	key := sshtest.NewKey(t)
 	o := sshtest.StartOpenSSH(t, key.Signer.PublicKey())
 	installLinuxShims(t, o.Dir)
