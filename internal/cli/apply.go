@@ -89,14 +89,7 @@ func (f *provisionFlags) open(ctx context.Context, s Streams) (*session, error) 
 		return nil, Problem(fmt.Errorf("%s: %w", res.File, err))
 	}
 	base := sshBase(f.knownHosts, f.acceptNewHostKeys, f.identities, f.connectTimeout)
-	state := f.statePath
-	if state == "" {
-		dir := "."
-		if res.File != "" && res.File != "<stdin>" && res.File != "-" {
-			dir = filepath.Dir(res.File)
-		}
-		state = filepath.Join(dir, ".hybridctl", p.Cluster+".state.json")
-	}
+	state := apply.StatePath(f.statePath, res.File, p.Cluster)
 	sess := &session{plan: p, hosts: apply.Hosts(p), pool: transport.NewPool(apply.SSHConfigs(p, base)...),
 		redactor: &provision.Redactor{}, state: state}
 	return sess, nil
@@ -107,24 +100,8 @@ func (f *provisionFlags) open(ctx context.Context, s Streams) (*session, error) 
 // agent, else the given keys, else ~/.ssh/id_ed25519, id_ecdsa, id_rsa.
 func sshBase(knownHosts string, acceptNew bool, identities []string, connectTimeout time.Duration) transport.Config {
 	home, _ := os.UserHomeDir()
-	kh := knownHosts
-	if kh == "" {
-		kh = filepath.Join(home, ".ssh", "known_hosts")
-	}
-	base := transport.Config{
-		KnownHosts:     &transport.KnownHosts{Path: kh, AcceptNew: acceptNew},
-		AgentSocket:    os.Getenv("SSH_AUTH_SOCK"),
-		KeyFiles:       identities,
-		ConnectTimeout: connectTimeout,
-	}
-	if len(base.KeyFiles) == 0 && base.AgentSocket == "" && home != "" {
-		for _, k := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
-			if p := filepath.Join(home, ".ssh", k); fileExists(p) {
-				base.KeyFiles = append(base.KeyFiles, p)
-			}
-		}
-	}
-	return base
+	return apply.SSHOptions{KnownHosts: knownHosts, AcceptNewHostKeys: acceptNew, Identities: identities,
+		AgentSocket: os.Getenv("SSH_AUTH_SOCK"), Home: home, ConnectTimeout: connectTimeout}.Config()
 }
 
 func (sess *session) reporterFor(f *provisionFlags, out io.Writer, phases []provision.Phase, verb string) provision.Reporter {
@@ -145,11 +122,6 @@ func (sess *session) reporterFor(f *provisionFlags, out io.Writer, phases []prov
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 // exitFor maps an engine result to the exit-code contract: unknown phases
@@ -380,45 +352,14 @@ func runReset(cmd *cobra.Command, s Streams, f *resetFlags) error {
 		return Usage(err)
 	}
 	target := &apply.KubeconfigTarget{Store: &kubeconfig.Store{Path: kc}, Name: sess.plan.Cluster}
-	phases := apply.ResetPhases(apply.Deps{Hosts: sess.hosts, Connect: sess.pool.Get, ResetNodes: f.nodes,
-		RESTConfig: apply.RESTConfigFrom(target), DrainTimeout: f.drainTimeout}, f.rebootTimeout)
-	var hosts []string
-	if len(f.nodes) > 0 {
-		hosts = append([]string{provision.ClusterHostName}, f.nodes...)
+	err = apply.Reset(ctx, apply.ResetOptions{Cluster: sess.plan.Cluster, Hosts: sess.hosts, Connect: sess.pool.Get,
+		Nodes: f.nodes, RESTConfig: apply.RESTConfigFrom(target), RebootTimeout: f.rebootTimeout, DrainTimeout: f.drainTimeout,
+		StatePath: sess.state, DryRun: f.dryRun, Offline: f.offline, Skip: f.skip, Only: f.only, Concurrency: f.concurrency,
+		Reporter: func(phases []provision.Phase) provision.Reporter {
+			return sess.reporterFor(&f.provisionFlags, s.Out, phases, "reset")
+		}, Redactor: sess.redactor})
+	if errors.Is(err, provision.ErrUnknownHost) {
+		return Usage(err)
 	}
-	e, err := provision.New(phases, sess.hosts, provision.Options{
-		Cluster: sess.plan.Cluster, DryRun: f.dryRun, Offline: f.offline, Skip: f.skip, Only: f.only,
-		Hosts: hosts, Concurrency: f.concurrency,
-		Reporter: sess.reporterFor(&f.provisionFlags, s.Out, phases, "reset"), Redactor: sess.redactor,
-	})
-	if err != nil {
-		if errors.Is(err, provision.ErrUnknownHost) {
-			return Usage(err)
-		}
-		return exitFor(err)
-	}
-	if err := e.Run(ctx); err != nil || f.dryRun {
-		return f.quiet(exitFor(err))
-	}
-	// The nodes are fresh again: apply must not skip their steps.
-	st, err := provision.LoadState(sess.state, sess.plan.Cluster)
-	if err != nil {
-		return Incomplete(err)
-	}
-	reset := f.nodes
-	if len(reset) == 0 {
-		for _, h := range sess.hosts {
-			reset = append(reset, h.Name)
-		}
-		reset = append(reset, provision.ClusterHostName)
-	}
-	for _, n := range reset {
-		st.Forget(n)
-	}
-	if fileExists(sess.state) {
-		if err := st.Save(ctx, sess.state); err != nil {
-			return Incomplete(err)
-		}
-	}
-	return nil
+	return f.quiet(exitFor(err))
 }

@@ -227,3 +227,8 @@ func TestPhaseHelp(t *testing.T) {
 		}
 	}
 }
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
