@@ -6,21 +6,18 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/hybridctl/hybridctl/internal/bundle"
 	"github.com/hybridctl/hybridctl/internal/kubeconfig"
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/provision"
 	"github.com/hybridctl/hybridctl/internal/provision/apply"
 	"github.com/hybridctl/hybridctl/internal/provision/preflight"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
-	"github.com/hybridctl/hybridctl/internal/render"
 	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
@@ -71,7 +68,7 @@ func (f *provisionFlags) validate() error {
 type session struct {
 	plan     *plan.Plan
 	hosts    []provision.Host
-	pool     *transport.Pool
+	ssh      apply.SSHOptions
 	redactor *provision.Redactor
 	state    string
 }
@@ -88,20 +85,20 @@ func (f *provisionFlags) open(ctx context.Context, s Streams) (*session, error) 
 	if err != nil {
 		return nil, Problem(fmt.Errorf("%s: %w", res.File, err))
 	}
-	base := sshBase(f.knownHosts, f.acceptNewHostKeys, f.identities, f.connectTimeout)
-	state := apply.StatePath(f.statePath, res.File, p.Cluster)
-	sess := &session{plan: p, hosts: apply.Hosts(p), pool: transport.NewPool(apply.SSHConfigs(p, base)...),
-		redactor: &provision.Redactor{}, state: state}
+	sess := &session{plan: p, hosts: apply.Hosts(p), redactor: &provision.Redactor{},
+		ssh:   sshOptions(f.knownHosts, f.acceptNewHostKeys, f.identities, f.connectTimeout),
+		state: apply.StatePath(f.statePath, res.File, p.Cluster)}
 	return sess, nil
 }
 
-// sshBase is the transport configuration every SSH command shares (apply,
-// reset, node diagnose): known_hosts (default ~/.ssh/known_hosts), the
-// agent, else the given keys, else ~/.ssh/id_ed25519, id_ecdsa, id_rsa.
-func sshBase(knownHosts string, acceptNew bool, identities []string, connectTimeout time.Duration) transport.Config {
+// sshOptions are the SSH settings every SSH command shares (apply, reset,
+// node diagnose), with the environment apply.SSHOptions.Config reads its
+// defaults from: known_hosts (default ~/.ssh/known_hosts), the agent, else
+// the given keys, else ~/.ssh/id_ed25519, id_ecdsa, id_rsa.
+func sshOptions(knownHosts string, acceptNew bool, identities []string, connectTimeout time.Duration) apply.SSHOptions {
 	home, _ := os.UserHomeDir()
 	return apply.SSHOptions{KnownHosts: knownHosts, AcceptNewHostKeys: acceptNew, Identities: identities,
-		AgentSocket: os.Getenv("SSH_AUTH_SOCK"), Home: home, ConnectTimeout: connectTimeout}.Config()
+		AgentSocket: os.Getenv("SSH_AUTH_SOCK"), Home: home, ConnectTimeout: connectTimeout}
 }
 
 func (sess *session) reporterFor(f *provisionFlags, out io.Writer, phases []provision.Phase, verb string) provision.Reporter {
@@ -214,66 +211,40 @@ at once (130).`,
 
 func runApply(cmd *cobra.Command, s Streams, f *applyFlags) error {
 	ctx := cmd.Context()
-	ignore, err := preflight.ValidateIgnore(f.ignorePreflight)
-	if err != nil {
+	if _, err := preflight.ValidateIgnore(f.ignorePreflight); err != nil {
 		return Usage(err)
 	}
 	sess, err := f.open(ctx, s)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = sess.pool.Close() }()
-	// The same files `hybridctl render` writes; join files keep their
-	// placeholders (the join phases fill them).
-	files, err := render.Render(sess.plan, render.Options{})
-	if err != nil {
-		return Problem(err)
-	}
 	kc, err := kubeconfig.TargetPath(f.kubeconfig, os.Getenv("KUBECONFIG"))
 	if err != nil {
 		return Usage(err)
 	}
-	target := &apply.KubeconfigTarget{Store: &kubeconfig.Store{Path: kc}, Name: sess.plan.Cluster}
-	inventory, err := apply.InventoryFrom(sess.plan)
-	if err != nil {
-		return Problem(err)
-	}
-	// The bundle is checked before anything connects: a missing or
-	// corrupted file stops apply here, with every host untouched.
-	var bndl *apply.Bundle
-	manifestsDir, addons := f.manifestsDir, apply.AddonsFrom(sess.plan)
 	switch bundleMode := sess.plan.PackagesSource == spec.SourceBundle; {
 	case bundleMode && f.bundleDir == "":
 		return Usagef("spec.packages.source is bundle: apply needs --bundle DIR, the bundle directory (hybridctl bundle download -f SPEC -d DIR makes it)")
 	case !bundleMode && f.bundleDir != "":
 		return Usagef("--bundle is for spec.packages.source: bundle; the spec's packages.source is %s", sess.plan.PackagesSource)
-	case bundleMode:
-		if bndl, err = apply.BundleFrom(ctx, sess.plan, f.bundleDir); err != nil {
-			if errors.Is(err, apply.ErrBundleIncomplete) {
-				return Problem(err)
-			}
-			return Incomplete(err)
-		}
-		if manifestsDir == "" {
-			manifestsDir = filepath.Join(f.bundleDir, bundle.ManifestsDir)
-		}
-		addons = apply.AddonsFromBundle(sess.plan, f.bundleDir)
 	}
-	phases := apply.Phases(apply.Deps{Hosts: sess.hosts, Connect: sess.pool.Get, Inventory: inventory,
-		Kubeconfig: target, RESTConfig: apply.RESTConfigFrom(target), Bundle: bndl,
-		Calico: apply.CalicoFrom(sess.plan, manifestsDir), CalicoTimeout: f.calicoTimeout,
-		Addons: addons,
-		Expect: apply.Expectations(sess.plan), IgnorePreflight: ignore,
-		Files: apply.ArtifactsOf(files), RebootTimeout: f.rebootTimeout, Redactor: sess.redactor})
-	e, err := provision.New(phases, sess.hosts, provision.Options{
-		Cluster: sess.plan.Cluster, StatePath: sess.state, DryRun: f.dryRun, Offline: f.offline,
-		Skip: f.skip, Only: f.only, Concurrency: f.concurrency,
-		Reporter: sess.reporterFor(&f.provisionFlags, s.Out, phases, "applied"), Redactor: sess.redactor,
-	})
-	if err != nil {
-		return exitFor(err)
+	_, err = apply.Apply(ctx, apply.Options{Plan: sess.plan, SSH: sess.ssh, Kubeconfig: kc, StatePath: sess.state,
+		DryRun: f.dryRun, Offline: f.offline, Skip: f.skip, Only: f.only, Concurrency: f.concurrency,
+		IgnorePreflight: f.ignorePreflight, RebootTimeout: f.rebootTimeout, CalicoTimeout: f.calicoTimeout,
+		ManifestsDir: f.manifestsDir, BundleDir: f.bundleDir, Redactor: sess.redactor,
+		Reporter: func(phases []provision.Phase) provision.Reporter {
+			return sess.reporterFor(&f.provisionFlags, s.Out, phases, "applied")
+		}})
+	switch {
+	case errors.Is(err, apply.ErrInvalidOption):
+		return Usage(err)
+	case errors.Is(err, apply.ErrPlanNotUsable):
+		return Problem(err)
+	case errors.Is(err, apply.ErrBundleIncomplete) && len(provision.PhaseErrors(err)) == 0:
+		// Found before any host was touched: nothing was shown yet.
+		return Problem(err)
 	}
-	return f.quiet(exitFor(e.Run(ctx)))
+	return f.quiet(exitFor(err))
 }
 
 // quiet marks a failure that the text progress output has already shown
@@ -346,13 +317,14 @@ func runReset(cmd *cobra.Command, s Streams, f *resetFlags) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = sess.pool.Close() }()
+	pool := transport.NewPool(apply.SSHConfigs(sess.plan, sess.ssh.Config())...)
+	defer func() { _ = pool.Close() }()
 	kc, err := kubeconfig.TargetPath(f.kubeconfig, os.Getenv("KUBECONFIG"))
 	if err != nil {
 		return Usage(err)
 	}
 	target := &apply.KubeconfigTarget{Store: &kubeconfig.Store{Path: kc}, Name: sess.plan.Cluster}
-	err = apply.Reset(ctx, apply.ResetOptions{Cluster: sess.plan.Cluster, Hosts: sess.hosts, Connect: sess.pool.Get,
+	err = apply.Reset(ctx, apply.ResetOptions{Cluster: sess.plan.Cluster, Hosts: sess.hosts, Connect: pool.Get,
 		Nodes: f.nodes, RESTConfig: apply.RESTConfigFrom(target), RebootTimeout: f.rebootTimeout, DrainTimeout: f.drainTimeout,
 		StatePath: sess.state, DryRun: f.dryRun, Offline: f.offline, Skip: f.skip, Only: f.only, Concurrency: f.concurrency,
 		Reporter: func(phases []provision.Phase) provision.Reporter {

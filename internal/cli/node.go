@@ -140,7 +140,7 @@ func runNodeDiagnose(cmd *cobra.Command, s Streams, f *diagnoseFlags, kf *kubecl
 	if needsCluster(only) {
 		o.Cluster, o.ClusterErr = loadDiagnoseCluster(ctx, s, kf)
 	}
-	pool := transport.NewPool(apply.SSHConfigs(p, sshBase(f.knownHosts, false, f.identities, f.connectTimeout))...)
+	pool := transport.NewPool(apply.SSHConfigs(p, sshOptions(f.knownHosts, false, f.identities, f.connectTimeout).Config())...)
 	defer func() { _ = pool.Close() }()
 	o.Dial = func(ctx context.Context, node string) (diagnose.Conn, error) { return pool.Get(ctx, node) }
 	r := diagnose.Run(ctx, o)
