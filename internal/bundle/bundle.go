@@ -64,6 +64,11 @@ const (
 	kubernetesReleaseURL = "https://dl.k8s.io/release/"
 )
 
+// NSSMExeInZip is the 64-bit nssm.exe inside the nssm zip: the one
+// PrepareNode.ps1 installs on a 64-bit Windows, and the bundle-mode
+// prepare.ps1 too.
+const NSSMExeInZip = "nssm-" + NSSMVersion + "/win64/nssm.exe"
+
 // Where an artifact's checksum comes from: its ChecksumFrom field.
 const (
 	// ChecksumPinned: SHA256 is in the list, fixed in hybridctl's source.

@@ -30,7 +30,8 @@ func publicSiteLines(files map[string]File) []string {
 }
 
 // TestOfflineRenderNamesNoPublicSite: a spec with a private registry and a
-// bundle renders no file that names a public registry or download site
+// bundle (Linux only, and the hybrid lab with add-ons) renders no file that
+// names a public registry or download site
 // (except as a mirror directory); the guide's lab, upstream, names them on
 // many lines, so the grep can fail.
 func TestOfflineRenderNamesNoPublicSite(t *testing.T) {
@@ -40,6 +41,11 @@ func TestOfflineRenderNamesNoPublicSite(t *testing.T) {
 	files := mustRender(t, labLinuxPlan(t), Options{})
 	if got := publicSiteLines(files); len(got) > 0 {
 		t.Errorf("lab-linux (registry and bundle) renders public sites:\n%s", strings.Join(got, "\n"))
+	}
+	// The hybrid lab with its add-ons: prepare.ps1 and the runbook's
+	// add-on manifests too.
+	if got := publicSiteLines(mustRender(t, labOfflinePlan(t), Options{})); len(got) > 0 {
+		t.Errorf("the lab with a registry and a bundle renders public sites:\n%s", strings.Join(got, "\n"))
 	}
 	// A near miss: the same spec with packages from upstream names pkgs.k8s.io.
 	p := labLinuxPlan(t)

@@ -81,7 +81,7 @@ func labLinuxPlan(t testing.TB) *plan.Plan {
 }
 
 func TestGoldenLab(t *testing.T) {
-	for name, p := range map[string]*plan.Plan{"lab": labPlan(t), "lab-linux": labLinuxPlan(t)} {
+	for name, p := range map[string]*plan.Plan{"lab": labPlan(t), "lab-linux": labLinuxPlan(t), "lab-offline": labOfflinePlan(t)} {
 		t.Run(name, func(t *testing.T) { golden(t, p, name) })
 	}
 }

@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/hybridctl/hybridctl/internal/plan"
@@ -30,8 +31,15 @@ type runbookData struct {
 	CRDRef           string
 	OperatorRef      string
 	Aspnetapp        []aspnetappRef
+	// Addons are the add-on manifests step 9 applies: the release URL, or
+	// the bundle's copy in bundle mode.
+	Addons []addonRef
 	FirstWindows     plan.Node
 	CSRApprover      bool
+}
+
+type addonRef struct {
+	Name, Manifest string
 }
 
 type aspnetappRef struct {
@@ -70,6 +78,15 @@ func (r *renderer) runbookData() runbookData {
 		d.Bundle = true
 		d.CRDRef = BundleManifestsRef + "/" + r.plan.Calico.CRDManifest
 		d.OperatorRef = BundleManifestsRef + "/" + OperatorManifest
+	}
+	for _, a := range r.plan.Addons {
+		ref := addonRef{Name: a.Name, Manifest: a.ManifestURL}
+		if r.plan.PackagesSource == spec.SourceBundle {
+			// Where bundle.Artifacts puts it and apply's addons phase reads
+			// it (also with --manifests-dir, which is for Calico only).
+			ref.Manifest = BundleManifestsRef + "/" + path.Base(a.ManifestURL)
+		}
+		d.Addons = append(d.Addons, ref)
 	}
 	for i, rc := range r.plan.RuntimeClasses {
 		name, file := aspnetappNames(i, rc)

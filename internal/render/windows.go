@@ -9,7 +9,9 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hybridctl/hybridctl/internal/bundle"
 	"github.com/hybridctl/hybridctl/internal/plan"
+	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
 // SigWindowsToolsCommit pins the sig-windows-tools scripts prepare.ps1
@@ -124,14 +126,27 @@ type ps1Data struct {
 	// Hosts are containerd's certs.d directories (private registry only).
 	Hosts    []hostsFile
 	CertsDir string
+	// Bundle is set with packages.source bundle: the node installs from
+	// the files bundle-upload put in WindowsBundleDir, and the upstream
+	// scripts (which download) are not used.
+	Bundle *bundlePs
 }
 
 func (r *renderer) windowsPrepare(n plan.Node) ([]byte, error) {
 	d := ps1Data{
 		Plan: r.plan, Node: n, NTPPeers: ntpPeers(r.plan.NodeNetwork.NTPServers),
-		InstallContainerdURL: r.opts.InstallContainerdURL, InstallContainerdSHA256: r.opts.InstallContainerdSHA256,
-		PrepareNodeURL: r.opts.PrepareNodeURL, PrepareNodeSHA256: r.opts.PrepareNodeSHA256,
 		Hosts: containerdHosts(r.plan, WindowsCertsDir, `\`), CertsDir: WindowsCertsDir,
+	}
+	if r.plan.PackagesSource == spec.SourceBundle {
+		files, err := WindowsBundleOf(r.plan)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: prepare.ps1: %w", n.Name, err)
+		}
+		d.Bundle = &bundlePs{Dir: WindowsBundleDir, Sums: BundleSumsFile, Files: files,
+			NSSMExe: bundle.NSSMExeInZip, StartKubelet: StartKubeletScript(n.Name)}
+	} else {
+		d.InstallContainerdURL, d.InstallContainerdSHA256 = r.opts.InstallContainerdURL, r.opts.InstallContainerdSHA256
+		d.PrepareNodeURL, d.PrepareNodeSHA256 = r.opts.PrepareNodeURL, r.opts.PrepareNodeSHA256
 	}
 	var buf bytes.Buffer
 	if err := r.tmpl.ExecuteTemplate(&buf, "prepare.ps1.tmpl", d); err != nil {
@@ -142,6 +157,44 @@ func (r *renderer) windowsPrepare(n plan.Node) ([]byte, error) {
 	// ends and a UTF-8 BOM make it read the same everywhere.
 	out := append([]byte{0xEF, 0xBB, 0xBF}, bytes.ReplaceAll(buf.Bytes(), []byte("\n"), []byte("\r\n"))...)
 	return out, nil
+}
+
+// StartKubeletScript is C:\k\StartKubelet.ps1 of a Windows node whose
+// packages come from a bundle: the wrapper the kubelet service (nssm) runs
+// at every start. It is what sig-windows-tools' PrepareNode.ps1 writes (at
+// SigWindowsToolsCommit, for Kubernetes 1.27 and later: the same permanent
+// flags) without its Invoke-Expression: the flags kubeadm join wrote to
+// kubeadm-flags.env are split on white space (as systemd splits
+// $KUBELET_KUBEADM_ARGS on Linux) and passed as arguments, so nothing in
+// the file is run as PowerShell. Re-read at every start, they follow
+// kubeadm join and upgrades.
+func StartKubeletScript(nodeName string) string {
+	return `# C:\k\StartKubelet.ps1: the kubelet service (nssm) runs this at every start.
+# Rendered by hybridctl for ` + oneLine(nodeName) + ` (packages.source bundle): the wrapper
+# sig-windows-tools' PrepareNode.ps1 writes, without Invoke-Expression. The
+# kubelet gets the flags kubeadm join wrote to kubeadm-flags.env, then the
+# permanent ones of a Windows node (no cgroups, DNS through HNS).
+$envFile = 'C:\var\lib\kubelet\kubeadm-flags.env'
+$line = Get-Content -LiteralPath $envFile -ErrorAction Stop | Where-Object { $_ -like 'KUBELET_KUBEADM_ARGS=*' } | Select-Object -First 1
+if ($null -eq $line) {
+    Write-Error "$envFile has no KUBELET_KUBEADM_ARGS line (kubeadm join writes it)"
+    exit 1
+}
+$kubeadmFlags = @($line.Substring('KUBELET_KUBEADM_ARGS='.Length).Trim().Trim('"') -split '\s+' | Where-Object { $_ -ne '' })
+$flags = $kubeadmFlags + @(
+    "--cert-dir=$env:SystemDrive\var\lib\kubelet\pki",
+    '--config=/var/lib/kubelet/config.yaml',
+    '--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf',
+    '--kubeconfig=/etc/kubernetes/kubelet.conf',
+    ` + PsQuote("--hostname-override="+nodeName) + `,
+    '--enable-debugging-handlers',
+    '--cgroups-per-qos=false',
+    '--enforce-node-allocatable=',
+    '--resolv-conf='
+)
+& 'C:\k\kubelet.exe' @flags
+exit $LASTEXITCODE
+`
 }
 
 // ntpPeers is w32tm's /manualpeerlist: each server with the 0x8 (client
