@@ -25,8 +25,9 @@ func (p *pipeline) decode(d doc) {
 		return
 	}
 	data := d.data
+	var top typeMeta
 	if !d.json {
-		j, err := yamlToJSON(data)
+		j, meta, err := yamlToJSONMeta(data)
 		if err != nil {
 			line, msg := d.line, err.Error()
 			if m := yamlLine.FindStringSubmatch(msg); m != nil {
@@ -37,7 +38,7 @@ func (p *pipeline) decode(d doc) {
 			diag(DiagError, line, "cannot read this YAML document: "+msg, "")
 			return
 		}
-		data = j
+		data, top = j, meta
 	}
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || string(data) == "null" {
@@ -51,6 +52,11 @@ func (p *pipeline) decode(d doc) {
 		dg := notObject(d.file, d.line, what)
 		dg.order = d.order
 		p.s.addDiagnostic(*dg)
+		return
+	}
+	if top.ok && top.kind != "List" {
+		// The fast path read apiVersion and kind, and saw no items.
+		p.object(d, data, "", top.apiVersion, top.kind)
 		return
 	}
 	var head struct {

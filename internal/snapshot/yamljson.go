@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -16,12 +13,33 @@ import (
 // "billion laughs" document fails instead of exhausting memory.
 const maxExpanded = 64 << 20
 
-// yamlToJSON converts one YAML document to JSON. It parses with yaml.v3
-// into a node tree and writes JSON from the tree, which is about twice as
-// fast as a round trip through interface{} values. Scalars resolve as
-// Kubernetes' YAML 1.1 reader does where that matters: unquoted
-// yes/no/on/off are booleans.
+// yamlToJSON converts one YAML document to JSON. The common part of YAML
+// goes through fastYAMLToJSON; anything else is parsed by yaml.v3 into a
+// node tree and written from the tree, which is about twice as fast as a
+// round trip through interface{} values. Scalars resolve as Kubernetes'
+// YAML 1.1 reader does where that matters: unquoted yes/no/on/off are
+// booleans.
 func yamlToJSON(doc []byte) ([]byte, error) {
+	j, _, err := yamlToJSONMeta(doc)
+	return j, err
+}
+
+// yamlToJSONMeta is yamlToJSON that also returns the document's apiVersion
+// and kind when the fast path could read them on the way (typeMeta.ok),
+// so that they need not be decoded from the JSON again.
+func yamlToJSONMeta(doc []byte) ([]byte, typeMeta, error) {
+	var b bytes.Buffer
+	b.Grow(len(doc) + len(doc)/4)
+	if top, ok := fastYAMLToJSONMeta(doc, &b); ok {
+		return b.Bytes(), top, nil
+	}
+	b.Reset()
+	j, err := yamlToJSONSlow(doc, &b)
+	return j, typeMeta{}, err
+}
+
+// yamlToJSONSlow is yamlToJSON through yaml.v3.
+func yamlToJSONSlow(doc []byte, b *bytes.Buffer) ([]byte, error) {
 	var n yaml.Node
 	if err := yaml.Unmarshal(doc, &n); err != nil {
 		return nil, err
@@ -29,9 +47,7 @@ func yamlToJSON(doc []byte) ([]byte, error) {
 	if n.Kind == 0 {
 		return nil, nil
 	}
-	var b bytes.Buffer
-	b.Grow(len(doc))
-	w := &jsonWriter{b: &b}
+	w := &jsonWriter{b: b}
 	if err := w.node(&n, 0); err != nil {
 		return nil, err
 	}
@@ -128,51 +144,7 @@ func (w *jsonWriter) mapping(n *yaml.Node, depth int, first *bool) error {
 }
 
 func (w *jsonWriter) scalar(n *yaml.Node) error {
-	v := n.Value
-	switch n.ShortTag() {
-	case "!!null":
-		w.b.WriteString("null")
-	case "!!bool":
-		switch strings.ToLower(v) {
-		case "true", "yes", "on", "y":
-			w.b.WriteString("true")
-		default:
-			w.b.WriteString("false")
-		}
-	case "!!int":
-		i, err := strconv.ParseInt(strings.ReplaceAll(v, "_", ""), 0, 64)
-		if err != nil {
-			u, uerr := strconv.ParseUint(strings.ReplaceAll(v, "_", ""), 0, 64)
-			if uerr != nil {
-				writeString(w.b, v)
-				return nil
-			}
-			w.b.WriteString(strconv.FormatUint(u, 10))
-			return nil
-		}
-		w.b.WriteString(strconv.FormatInt(i, 10))
-	case "!!float":
-		f, err := strconv.ParseFloat(strings.ReplaceAll(v, "_", ""), 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			writeString(w.b, v)
-			return nil
-		}
-		w.b.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
-	case "!!str":
-		if n.Style == 0 {
-			switch v {
-			case "yes", "Yes", "YES", "on", "On", "ON", "y", "Y":
-				w.b.WriteString("true")
-				return nil
-			case "no", "No", "NO", "off", "Off", "OFF", "n", "N":
-				w.b.WriteString("false")
-				return nil
-			}
-		}
-		writeString(w.b, v)
-	default:
-		writeString(w.b, v)
-	}
+	writeScalar(w.b, n.ShortTag(), n.Value, n.Style == 0)
 	return nil
 }
 

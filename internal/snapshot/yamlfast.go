@@ -1,0 +1,867 @@
+package snapshot
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// The fast path of yamlToJSON. Most manifests use a small part of YAML:
+// block mappings and sequences, one-line flow collections, plain and
+// quoted one-line scalars and literal block scalars, in printable ASCII.
+// fastYAMLToJSON converts exactly that part, straight from the lines to
+// JSON, with no token stream and no node tree (yaml.v3's parser is most of
+// lint's time otherwise). On anything else it gives up (ok false) before
+// deciding anything, and yamlToJSON parses the document with yaml.v3, so
+// errors and their lines always come from yaml.v3. What it accepts it
+// writes byte for byte as the yaml.v3 path does: FuzzYAMLFast checks that
+// on every input it accepts.
+
+// fastMaxDepth bounds the nesting the fast path follows; deeper documents
+// go to yaml.v3.
+const fastMaxDepth = 200
+
+type fastLine struct {
+	indent int    // leading spaces
+	text   []byte // the line from its first non-space byte
+	raw    []byte // the whole line
+	blank  bool   // empty, spaces only, or a comment
+}
+
+type fastParser struct {
+	lines []fastLine
+	i     int // the line being read
+	b     *bytes.Buffer
+	depth int
+	// The top-level mapping's apiVersion and kind, read on the way.
+	root bool // the next mapping is the top-level one
+	top  typeMeta
+}
+
+// typeMeta is a document's apiVersion and kind as JSON would decode them
+// into strings; ok is false when that needs encoding/json (a value that
+// is not a string, a key that differs only in case, "items").
+type typeMeta struct {
+	apiVersion, kind string
+	ok               bool
+}
+
+// note records a top-level key and its value (the JSON written since at).
+func (p *fastParser) note(k string, at int) {
+	switch {
+	case k == "apiVersion" || k == "kind":
+		v := p.b.Bytes()[at:]
+		var s string
+		if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+			p.top.ok = false
+			return
+		}
+		if k == "kind" {
+			p.top.kind = s
+		} else {
+			p.top.apiVersion = s
+		}
+	case strings.EqualFold(k, "apiVersion") || strings.EqualFold(k, "kind") || strings.EqualFold(k, "items"):
+		p.top.ok = false
+	}
+}
+
+// fastYAMLToJSON writes doc as JSON into b and reports whether it could;
+// when not, b holds garbage and the caller uses yaml.v3.
+func fastYAMLToJSON(doc []byte, b *bytes.Buffer) bool {
+	_, ok := fastYAMLToJSONMeta(doc, b)
+	return ok
+}
+
+// fastYAMLToJSONMeta is fastYAMLToJSON that also returns the document's
+// apiVersion and kind when it is a mapping (typeMeta.ok).
+func fastYAMLToJSONMeta(doc []byte, b *bytes.Buffer) (top typeMeta, ok bool) {
+	if len(doc) == 0 || doc[len(doc)-1] != '\n' {
+		return top, false // the cutter ends every document with a line break
+	}
+	for _, c := range doc {
+		if (c < 0x20 && c != '\n') || c >= 0x7f {
+			return top, false // tabs, CR, control bytes, non-ASCII
+		}
+	}
+	n := bytes.Count(doc, []byte{'\n'}) + 1
+	p := fastParser{lines: make([]fastLine, 0, n), b: b}
+	for len(doc) > 0 {
+		var raw []byte
+		if j := bytes.IndexByte(doc, '\n'); j >= 0 {
+			raw, doc = doc[:j], doc[j+1:]
+		} else {
+			raw, doc = doc, nil
+		}
+		ind := 0
+		for ind < len(raw) && raw[ind] == ' ' {
+			ind++
+		}
+		if ind == 0 && len(raw) >= 3 && (string(raw[:3]) == "---" || string(raw[:3]) == "...") && (len(raw) == 3 || raw[3] == ' ') {
+			return top, false // a document marker: the cutter's business
+		}
+		text := raw[ind:]
+		p.lines = append(p.lines, fastLine{indent: ind, text: text, raw: raw, blank: len(text) == 0 || text[0] == '#'})
+	}
+	p.skipBlank()
+	if p.i >= len(p.lines) {
+		return top, false
+	}
+	l := p.lines[p.i]
+	if l.text[0] == '%' {
+		return top, false // a directive
+	}
+	p.root = true
+	if !p.block(l.indent) {
+		return top, false
+	}
+	p.skipBlank()
+	return p.top, p.i == len(p.lines)
+}
+
+func (p *fastParser) skipBlank() {
+	for p.i < len(p.lines) && p.lines[p.i].blank {
+		p.i++
+	}
+}
+
+// next is the next content line, or nil.
+func (p *fastParser) next() *fastLine {
+	p.skipBlank()
+	if p.i >= len(p.lines) {
+		return nil
+	}
+	return &p.lines[p.i]
+}
+
+// isDash reports whether a line's text is a block sequence entry.
+func isDash(t []byte) bool {
+	return len(t) > 0 && t[0] == '-' && (len(t) == 1 || t[1] == ' ')
+}
+
+// block reads the block collection whose first line is the current one,
+// at column col.
+func (p *fastParser) block(col int) bool {
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.depth > fastMaxDepth {
+		return false
+	}
+	t := p.lines[p.i].text
+	if isDash(t) {
+		p.root = false
+		return p.seq(col)
+	}
+	if _, _, ok := p.key(t); ok {
+		return p.mapping(col)
+	}
+	return false // a scalar on its own line: yaml.v3
+}
+
+// after is the check after an entry's value: the next content line must
+// not be more indented than the collection (a multi-line scalar, or an
+// error yaml.v3 reports).
+func (p *fastParser) after(col int) (l *fastLine, ok bool) {
+	l = p.next()
+	if l != nil && l.indent > col {
+		return nil, false
+	}
+	return l, true
+}
+
+// value reads a value that starts on the lines after its key or dash: a
+// block collection more indented than col, or a block sequence at col as
+// a mapping's value; otherwise the value is null.
+func (p *fastParser) value(col int, inMapping bool) bool {
+	l := p.next()
+	switch {
+	case l == nil || l.indent < col:
+	case l.indent == col:
+		if inMapping && isDash(l.text) {
+			return p.seq(col)
+		}
+	default:
+		return p.block(l.indent)
+	}
+	p.b.WriteString("null")
+	return true
+}
+
+func (p *fastParser) mapping(col int) bool {
+	root := p.root
+	p.root = false
+	if root {
+		p.top.ok = true
+	}
+	p.b.WriteByte('{')
+	for first := true; ; first = false {
+		l := &p.lines[p.i]
+		k, rest, ok := p.key(l.text)
+		if !ok {
+			return false
+		}
+		if !first {
+			p.b.WriteByte(',')
+		}
+		writeString(p.b, k)
+		p.b.WriteByte(':')
+		p.i++
+		at := p.b.Len()
+		if len(rest) == 0 {
+			if !p.value(col, true) {
+				return false
+			}
+		} else if !p.inline(rest, col) {
+			return false
+		}
+		if root {
+			p.note(k, at)
+		}
+		l, ok = p.after(col)
+		if !ok {
+			return false
+		}
+		if l == nil || l.indent < col {
+			break
+		}
+		if isDash(l.text) {
+			return false
+		}
+	}
+	p.b.WriteByte('}')
+	return true
+}
+
+func (p *fastParser) seq(col int) bool {
+	p.b.WriteByte('[')
+	for first := true; ; first = false {
+		l := &p.lines[p.i]
+		if !first {
+			p.b.WriteByte(',')
+		}
+		rest := l.text[1:]
+		k := 0
+		for k < len(rest) && rest[k] == ' ' {
+			k++
+		}
+		rest = rest[k:]
+		switch {
+		case len(rest) == 0 || rest[0] == '#':
+			p.i++
+			if !p.value(col, false) {
+				return false
+			}
+		case isDash(rest) || p.isKeyLine(rest):
+			// "- key: v" or "- - x": a collection that starts on the
+			// dash's line, at the column of its first character.
+			*l = fastLine{indent: col + 1 + k, text: rest, raw: l.raw}
+			if !p.block(l.indent) {
+				return false
+			}
+		default:
+			p.i++
+			if !p.inline(rest, col) {
+				return false
+			}
+		}
+		l, ok := p.after(col)
+		if !ok {
+			return false
+		}
+		if l == nil || l.indent < col || !isDash(l.text) {
+			break
+		}
+	}
+	p.b.WriteByte(']')
+	return true
+}
+
+func (p *fastParser) isKeyLine(t []byte) bool {
+	_, _, ok := p.key(t)
+	return ok
+}
+
+// key splits a block mapping entry "key: rest" (or "key:") into its key
+// and the rest of the line after the colon and its spaces; a comment
+// after the colon leaves rest empty.
+func (p *fastParser) key(t []byte) (key string, rest []byte, ok bool) {
+	var after []byte
+	switch t[0] {
+	case '"', '\'':
+		var n int
+		key, n, ok = quoted(t)
+		if !ok {
+			return "", nil, false
+		}
+		after = t[n:]
+		for len(after) > 0 && after[0] == ' ' {
+			after = after[1:]
+		}
+		if len(after) == 0 || after[0] != ':' {
+			return "", nil, false
+		}
+		after = after[1:]
+	default:
+		if !plainStart(t) {
+			return "", nil, false
+		}
+		i := 0
+		for {
+			j := bytes.IndexByte(t[i:], ':')
+			if j < 0 {
+				return "", nil, false
+			}
+			i += j
+			if i+1 == len(t) || t[i+1] == ' ' {
+				break
+			}
+			i++
+		}
+		k := bytes.TrimRight(t[:i], " ")
+		if len(k) > 1000 || bytes.Contains(k, []byte(" #")) {
+			return "", nil, false
+		}
+		key, after = string(k), t[i+1:]
+	}
+	if key == "<<" {
+		return "", nil, false // a merge key
+	}
+	if len(after) > 0 && after[0] != ' ' {
+		return "", nil, false
+	}
+	for len(after) > 0 && after[0] == ' ' {
+		after = after[1:]
+	}
+	if len(after) > 0 && after[0] == '#' {
+		after = nil
+	}
+	return key, after, true
+}
+
+// plainStart reports whether t can start a plain scalar (no indicator).
+func plainStart(t []byte) bool {
+	switch t[0] {
+	case '-':
+		return len(t) > 1 && t[1] != ' '
+	case '?', ':', ',', '[', ']', '{', '}', '#', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`':
+		return false
+	}
+	return true
+}
+
+// rest checks that only spaces and a comment follow a value on its line.
+func restOK(t []byte) bool {
+	if len(t) == 0 {
+		return true
+	}
+	if t[0] != ' ' {
+		return false
+	}
+	t = bytes.TrimLeft(t, " ")
+	return len(t) == 0 || t[0] == '#'
+}
+
+// inline reads a value that starts on the line of its key or dash; the
+// current line is already the next one. col is the column of the
+// collection the value is in.
+func (p *fastParser) inline(t []byte, col int) bool {
+	switch t[0] {
+	case '{', '[':
+		p.depth++
+		n, ok := p.flow(t, 0)
+		p.depth--
+		return ok && restOK(t[n:])
+	case '"', '\'':
+		s, n, ok := quoted(t)
+		if !ok || !restOK(t[n:]) {
+			return false
+		}
+		writeString(p.b, s)
+		return true
+	case '|':
+		return p.literal(t, col)
+	}
+	if !plainStart(t) {
+		return false
+	}
+	v := t
+	if i := bytes.Index(v, []byte(" #")); i >= 0 {
+		v = v[:i]
+	}
+	v = bytes.TrimRight(v, " ")
+	if bytes.Contains(v, []byte(": ")) || v[len(v)-1] == ':' {
+		return false
+	}
+	writePlain(p.b, string(v))
+	return true
+}
+
+// literal reads a literal block scalar ("|" or "|-") whose content is on
+// the lines after the current one, more indented than col.
+func (p *fastParser) literal(t []byte, col int) bool {
+	h := t[1:]
+	strip := false
+	if len(h) > 0 && h[0] == '-' {
+		strip, h = true, h[1:]
+	}
+	if !restOK(h) {
+		return false // "|+", an indentation indicator, text after "|"
+	}
+	// The content's indentation is the first non-empty line's; leading
+	// empty lines must not be longer.
+	lead, j := 0, p.i
+	for ; j < len(p.lines) && len(p.lines[j].text) == 0; j++ {
+		lead = max(lead, len(p.lines[j].raw))
+	}
+	if j == len(p.lines) {
+		return false
+	}
+	ind := p.lines[j].indent
+	if ind <= col || lead > ind {
+		return false
+	}
+	var s []byte
+	for ; p.i < len(p.lines); p.i++ {
+		l := p.lines[p.i]
+		if len(l.text) == 0 {
+			if len(l.raw) > ind {
+				return false // spaces past the indentation: content
+			}
+			s = append(s, '\n')
+			continue
+		}
+		if l.indent < ind {
+			break
+		}
+		s = append(append(s, l.raw[ind:]...), '\n')
+	}
+	s = bytes.TrimRight(s, "\n")
+	if !strip && len(s) > 0 {
+		s = append(s, '\n')
+	}
+	writeString(p.b, string(s))
+	return true
+}
+
+// flow reads a one-line flow collection starting at t[i] ('{' or '[')
+// and returns the index after it.
+func (p *fastParser) flow(t []byte, i int) (int, bool) {
+	if p.depth > fastMaxDepth {
+		return 0, false
+	}
+	open, close := t[i], byte('}')
+	if open == '[' {
+		close = ']'
+	}
+	p.b.WriteByte(open)
+	i = skipSpaces(t, i+1)
+	if i < len(t) && t[i] == close {
+		p.b.WriteByte(close)
+		return i + 1, true
+	}
+	for first := true; ; first = false {
+		if !first {
+			p.b.WriteByte(',')
+		}
+		var ok bool
+		if open == '{' {
+			// A key, ": ", a value.
+			if i >= len(t) {
+				return 0, false
+			}
+			var k string
+			switch t[i] {
+			case '"', '\'':
+				var n int
+				k, n, ok = quoted(t[i:])
+				i += n
+			default:
+				var v []byte
+				v, i, ok = flowPlain(t, i)
+				k = string(v)
+			}
+			if !ok || k == "<<" || i+1 >= len(t) || t[i] != ':' || t[i+1] != ' ' {
+				return 0, false
+			}
+			writeString(p.b, k)
+			p.b.WriteByte(':')
+			i = skipSpaces(t, i+1)
+		}
+		if i, ok = p.flowValue(t, i); !ok {
+			return 0, false
+		}
+		i = skipSpaces(t, i)
+		if i >= len(t) {
+			return 0, false
+		}
+		switch t[i] {
+		case ',':
+			i = skipSpaces(t, i+1)
+			if i < len(t) && (t[i] == close || t[i] == ',') {
+				return 0, false
+			}
+			continue
+		case close:
+			p.b.WriteByte(close)
+			return i + 1, true
+		}
+		return 0, false
+	}
+}
+
+// flowValue reads a value inside a flow collection at t[i].
+func (p *fastParser) flowValue(t []byte, i int) (int, bool) {
+	if i >= len(t) {
+		return 0, false
+	}
+	switch t[i] {
+	case '{', '[':
+		p.depth++
+		defer func() { p.depth-- }()
+		return p.flow(t, i)
+	case '"', '\'':
+		s, n, ok := quoted(t[i:])
+		if !ok {
+			return 0, false
+		}
+		writeString(p.b, s)
+		return i + n, true
+	}
+	v, j, ok := flowPlain(t, i)
+	if !ok {
+		return 0, false
+	}
+	// "[a: b]" is a mapping inside a sequence: yaml.v3.
+	if k := skipSpaces(t, j); k < len(t) && t[k] == ':' {
+		return 0, false
+	}
+	writePlain(p.b, string(v))
+	return j, true
+}
+
+// flowPlain reads a plain scalar inside a flow collection: it ends before
+// ", ", "]", "}" or ": "; trailing spaces are not part of it.
+func flowPlain(t []byte, i int) ([]byte, int, bool) {
+	if i >= len(t) || !plainStart(t[i:]) {
+		return nil, 0, false
+	}
+	j := i
+	for ; j < len(t); j++ {
+		c := t[j]
+		switch c {
+		case ',', ']', '}':
+		case '[', '{', '?':
+			return nil, 0, false
+		case ':':
+			if j+1 == len(t) {
+				return nil, 0, false
+			}
+			switch t[j+1] {
+			case ' ':
+			case ',', '[', ']', '{', '}':
+				return nil, 0, false
+			default:
+				continue
+			}
+		case '#':
+			if t[j-1] == ' ' {
+				return nil, 0, false // a comment: the line ends unclosed
+			}
+			continue
+		default:
+			continue
+		}
+		break
+	}
+	v := bytes.TrimRight(t[i:j], " ")
+	if len(v) == 0 {
+		return nil, 0, false
+	}
+	return v, i + len(v), true
+}
+
+func skipSpaces(t []byte, i int) int {
+	for i < len(t) && t[i] == ' ' {
+		i++
+	}
+	return i
+}
+
+// quoted reads a one-line quoted scalar at the start of t and returns its
+// value and length.
+func quoted(t []byte) (string, int, bool) {
+	if t[0] == '\'' {
+		var s []byte
+		esc, start := false, 1
+		for i := 1; i < len(t); i++ {
+			if t[i] != '\'' {
+				continue
+			}
+			if i+1 < len(t) && t[i+1] == '\'' {
+				// '' is one quote.
+				s = append(s, t[start:i+1]...)
+				i++
+				start, esc = i+1, true
+				continue
+			}
+			if esc {
+				return string(append(s, t[start:i]...)), i + 1, true
+			}
+			return string(t[1:i]), i + 1, true
+		}
+		return "", 0, false
+	}
+	for i := 1; i < len(t); i++ {
+		switch t[i] {
+		case '"':
+			return string(t[1:i]), i + 1, true
+		case '\\':
+			return quotedDouble(t)
+		}
+	}
+	return "", 0, false
+}
+
+// quotedDouble reads a double-quoted scalar with escapes; the escapes
+// JSON knows and \uXXXX outside the surrogates are read, any other makes
+// the caller give up.
+func quotedDouble(t []byte) (string, int, bool) {
+	var s []byte
+	for i := 1; i < len(t); i++ {
+		c := t[i]
+		switch c {
+		case '"':
+			return string(s), i + 1, true
+		case '\\':
+			if i+1 >= len(t) {
+				return "", 0, false
+			}
+			i++
+			switch t[i] {
+			case '\\', '"':
+				s = append(s, t[i])
+			case 'n':
+				s = append(s, '\n')
+			case 't':
+				s = append(s, '\t')
+			case 'r':
+				s = append(s, '\r')
+			case 'b':
+				s = append(s, '\b')
+			case 'f':
+				s = append(s, '\f')
+			case 'u':
+				if i+4 >= len(t) {
+					return "", 0, false
+				}
+				r, err := strconv.ParseUint(string(t[i+1:i+5]), 16, 32)
+				if err != nil || (r >= 0xD800 && r <= 0xDFFF) {
+					return "", 0, false
+				}
+				s = utf8.AppendRune(s, rune(r))
+				i += 4
+			default:
+				return "", 0, false
+			}
+		default:
+			s = append(s, c)
+		}
+	}
+	return "", 0, false
+}
+
+// writePlain writes an untagged plain scalar as yaml.v3 resolves it and
+// the yaml.v3 path writes it.
+func writePlain(b *bytes.Buffer, v string) {
+	writeScalar(b, resolvePlain(v), v, true)
+}
+
+// resolvePlain is the tag yaml.v3 (resolve.go) gives an untagged plain
+// scalar.
+func resolvePlain(in string) string {
+	if in == "" {
+		return "!!null"
+	}
+	switch c := in[0]; {
+	case c == '+' || c == '-' || (c >= '0' && c <= '9'):
+	case c == '.':
+		switch in {
+		case ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF":
+			return "!!float"
+		}
+		if _, err := strconv.ParseFloat(in, 64); err == nil {
+			return "!!float"
+		}
+		return "!!str"
+	case strings.IndexByte("yYnNtTfFoO~", c) >= 0:
+		switch in {
+		case "true", "True", "TRUE", "false", "False", "FALSE":
+			return "!!bool"
+		case "~", "null", "Null", "NULL":
+			return "!!null"
+		}
+		return "!!str"
+	default:
+		return "!!str"
+	}
+	switch in {
+	case "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF":
+		return "!!float"
+	}
+	if isTimestamp(in) {
+		return "!!timestamp"
+	}
+	plain := strings.ReplaceAll(in, "_", "")
+	if _, err := strconv.ParseInt(plain, 0, 64); err == nil {
+		return "!!int"
+	}
+	if _, err := strconv.ParseUint(plain, 0, 64); err == nil {
+		return "!!int"
+	}
+	if yamlStyleFloat(plain) {
+		if _, err := strconv.ParseFloat(plain, 64); err == nil {
+			return "!!float"
+		}
+	}
+	for _, p := range [...]struct {
+		prefix string
+		base   int
+	}{{"0b", 2}, {"-0b", 2}, {"0o", 8}, {"-0o", 8}} {
+		if !strings.HasPrefix(plain, p.prefix) {
+			continue
+		}
+		digits := plain[len(p.prefix):]
+		if p.prefix[0] == '-' {
+			digits = "-" + digits
+		}
+		if _, err := strconv.ParseInt(digits, p.base, 64); err == nil {
+			return "!!int"
+		}
+		if p.prefix[0] != '-' {
+			if _, err := strconv.ParseUint(digits, p.base, 64); err == nil {
+				return "!!int"
+			}
+		}
+		break
+	}
+	return "!!str"
+}
+
+// yamlStyleFloat matches ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$
+// (yaml.v3's float pattern) without a regular expression.
+func yamlStyleFloat(s string) bool {
+	i := 0
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		i++
+	}
+	digits := func() int {
+		j := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i - j
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	} else {
+		if digits() == 0 {
+			return false
+		}
+		if i < len(s) && s[i] == '.' {
+			i++
+			digits()
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '-' || s[i] == '+') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// The timestamp formats yaml.v3 tries on a plain scalar (resolve.go).
+var timestampFormats = [...]string{
+	"2006-1-2T15:4:5.999999999Z07:00",
+	"2006-1-2t15:4:5.999999999Z07:00",
+	"2006-1-2 15:4:5.999999999",
+	"2006-1-2",
+}
+
+func isTimestamp(s string) bool {
+	i := 0
+	for ; i < len(s); i++ {
+		if c := s[i]; c < '0' || c > '9' {
+			break
+		}
+	}
+	if i != 4 || i == len(s) || s[i] != '-' {
+		return false
+	}
+	for _, f := range timestampFormats {
+		if _, err := time.Parse(f, s); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// writeScalar writes a scalar of the given short tag as JSON; plain is
+// whether it was unquoted (YAML 1.1 booleans). Both paths use it.
+func writeScalar(b *bytes.Buffer, tag, v string, plain bool) {
+	switch tag {
+	case "!!null":
+		b.WriteString("null")
+	case "!!bool":
+		switch strings.ToLower(v) {
+		case "true", "yes", "on", "y":
+			b.WriteString("true")
+		default:
+			b.WriteString("false")
+		}
+	case "!!int":
+		i, err := strconv.ParseInt(strings.ReplaceAll(v, "_", ""), 0, 64)
+		if err != nil {
+			u, uerr := strconv.ParseUint(strings.ReplaceAll(v, "_", ""), 0, 64)
+			if uerr != nil {
+				writeString(b, v)
+				return
+			}
+			b.WriteString(strconv.FormatUint(u, 10))
+			return
+		}
+		b.WriteString(strconv.FormatInt(i, 10))
+	case "!!float":
+		f, err := strconv.ParseFloat(strings.ReplaceAll(v, "_", ""), 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			writeString(b, v)
+			return
+		}
+		b.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
+	case "!!str":
+		if plain {
+			switch v {
+			case "yes", "Yes", "YES", "on", "On", "ON", "y", "Y":
+				b.WriteString("true")
+				return
+			case "no", "No", "NO", "off", "Off", "OFF", "n", "N":
+				b.WriteString("false")
+				return
+			}
+		}
+		writeString(b, v)
+	default:
+		writeString(b, v)
+	}
+}

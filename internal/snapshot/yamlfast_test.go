@@ -1,0 +1,258 @@
+package snapshot
+
+import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// checkFast converts doc with the fast path and, when it accepts the
+// document, with yaml.v3: yaml.v3 must accept it too and the JSON must be
+// the same bytes. It reports whether the fast path accepted doc.
+func checkFast(t *testing.T, doc []byte) bool {
+	t.Helper()
+	var fast bytes.Buffer
+	top, ok := fastYAMLToJSONMeta(doc, &fast)
+	if !ok {
+		return false
+	}
+	var slow bytes.Buffer
+	want, err := yamlToJSONSlow(doc, &slow)
+	if err != nil {
+		t.Fatalf("the fast path accepted a document yaml.v3 refuses (%v):\n%s\nfast path: %s", err, doc, fast.Bytes())
+	}
+	if !bytes.Equal(fast.Bytes(), want) {
+		t.Fatalf("the fast path and yaml.v3 differ on\n%s\nfast:    %s\nyaml.v3: %s", doc, fast.Bytes(), want)
+	}
+	// The apiVersion and kind it read are what decoding the JSON gives,
+	// and there are no items.
+	var head struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Items      []json.RawMessage `json:"items"`
+	}
+	if top.ok {
+		if err := json.Unmarshal(want, &head); err != nil {
+			t.Fatalf("the fast path read apiVersion %q and kind %q where encoding/json fails (%v) on\n%s", top.apiVersion, top.kind, err, doc)
+		}
+		if head.APIVersion != top.apiVersion || head.Kind != top.kind || head.Items != nil {
+			t.Fatalf("the fast path read apiVersion %q and kind %q, encoding/json %q, %q and %d items on\n%s", top.apiVersion, top.kind, head.APIVersion, head.Kind, len(head.Items), doc)
+		}
+	}
+	return true
+}
+
+// kubectlPod is a pod as the benchmark's generator and kubectl write it.
+const kubectlPod = `apiVersion: v1
+kind: Pod
+metadata:
+  name: app-669-5d8f7b-0
+  namespace: team-19
+  labels: {app: app-669, pod-template-hash: 5d8f7b}
+  annotations:
+    note: 'it''s "quoted"'
+    escaped: "tab\there \u00e9 \\ /"
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: app-669-5d8f7b, controller: true, blockOwnerDeletion: true, uid: "00000000-0000-0000-0000-000000000000"}]
+spec:
+  nodeName: node-390
+  os: {name: linux}
+  nodeSelector: {kubernetes.io/os: linux}
+  securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+  tolerations:
+  - {key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 300}
+  - key: os
+    operator: Equal   # a comment
+    value: windows
+  containers:
+  - name: app
+    image: registry.example.com/app-669:1.0.0
+    command: ["sh", '-c', echo hi]
+    args:
+    - --port=8080
+    - -v
+    env: [{name: BACKEND, value: "http://backend.svc.cluster.local"}]
+    resources: {requests: {cpu: 100m, memory: 64Mi}, limits: {memory: 128Mi, cpu: "1"}}
+    securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+    ports:
+      - containerPort: 8080
+        protocol: TCP
+  volumes:
+  - name: kube-api-access
+    projected: {sources: [{serviceAccountToken: {path: token, expirationSeconds: 3607}}, {configMap: {name: kube-root-ca.crt}}]}
+  - name: empty
+    emptyDir: {}
+status:
+  phase: Running
+  hostIP: 10.0.0.7
+  startTime: 2026-11-06T20:00:00Z
+  conditions:
+  - {type: Ready, status: "True"}
+  containerStatuses: [{name: app, ready: true, restartCount: 0, state: {running: {startedAt: "2026-11-06T20:00:00Z"}}}]
+`
+
+const kubeadmConfig = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: kubeadm-config, namespace: kube-system}
+data:
+  ClusterConfiguration: |
+    apiVersion: kubeadm.k8s.io/v1beta4
+    kind: ClusterConfiguration
+
+    # a comment inside the text
+    networking: {podSubnet: 172.16.0.0/12, serviceSubnet: 10.96.0.0/12}
+      indented: more
+  strip: |-
+    one
+    two
+
+
+  empty: ""
+  none:
+  tilde: ~
+  list:
+  - a
+  - - nested
+    - again
+  -
+    deeper: x
+  - |
+    text in a list
+`
+
+// TestYAMLFastAccepts: the usual shapes of manifests take the fast path
+// (so the speed of lint does not silently fall back to yaml.v3) and give
+// the yaml.v3 path's JSON.
+func TestYAMLFastAccepts(t *testing.T) {
+	for name, doc := range map[string]string{"pod": kubectlPod, "configmap": kubeadmConfig} {
+		if !checkFast(t, []byte(doc)) {
+			t.Errorf("%s: the fast path gave up", name)
+		}
+	}
+	// The cases of TestYAMLToJSON it takes.
+	for _, doc := range []string{
+		"a: 1\nb: x\nc: [1, 2.5, true, null]\n",
+		"hostProcess: yes\nq: 'yes'\nn: no\n",
+		"v: 0x10\nw: 1_000\nf: .inf\nt: 2026-11-06\n",
+		"s: \"a\\\"b<c>\"\n",
+	} {
+		if !checkFast(t, []byte(doc)) {
+			t.Errorf("%q: the fast path gave up", doc)
+		}
+	}
+}
+
+// TestYAMLFastGivesUp: what the fast path leaves to yaml.v3, one near
+// miss each, so an error keeps yaml.v3's message and line.
+func TestYAMLFastGivesUp(t *testing.T) {
+	for _, doc := range []string{
+		"a: &x 1\nb: *x\n",         // anchors and aliases
+		"a: !!str 1\n",             // tags
+		"m:\n  <<: {x: 1}\n",       // merge keys
+		"a: b\n  c\n",              // a multi-line plain scalar
+		"a: [1,\n  2]\n",           // a multi-line flow collection
+		"a: \"x\n  y\"\n",          // a multi-line quoted scalar
+		"a: >\n  folded\n",         // folded block scalars
+		"a: |+\n  keep\n\n",        // keep chomping
+		"a: |2\n   x\n",            // indentation indicators
+		"a:\tb\n",                  // tabs
+		"a: é\n",                   // non-ASCII
+		"a: b: c\n",                // an error yaml.v3 reports
+		"a: 1\n - b\n",             // an error yaml.v3 reports
+		"a:\n    b: 1\n  c: 2\n",   // bad indentation
+		"? complex\n: key\n",       // complex keys
+		"just a scalar\n",          // not a collection
+		"a: {b: 1, }\n",            // a trailing comma
+		"a: [b: 1]\n",              // a pair in a sequence
+		"a: \"\\x41\"\n",           // escapes JSON does not have
+		"a: 1\n--- b: 2\n",         // a document marker
+		"%YAML 1.2\n---\na: 1\n",   // directives
+		"a: |\n\n      x\n    y\n", // a literal's bad indentation
+		"a: 1\r\nb: 2\n",           // a CR inside
+		"a: 1\n'b: 2\n",            // an unclosed quote
+		"a: [x] junk\n",            // text after a flow collection
+		"a: {b: c #d}\n",           // a comment inside a flow
+	} {
+		var b bytes.Buffer
+		if fastYAMLToJSON([]byte(doc), &b) {
+			t.Errorf("%q: the fast path accepted it (%s)", doc, b.Bytes())
+		}
+	}
+}
+
+// TestYAMLFastRepository runs every YAML document in the repository's
+// test data through both paths.
+func TestYAMLFastRepository(t *testing.T) {
+	root := filepath.Join("..", "..")
+	var docs, fast int
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !(strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, doc := range splitDocs(data) {
+			docs++
+			if checkFast(t, doc) {
+				fast++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of %d documents took the fast path", fast, docs)
+	if docs < 100 || fast < docs/2 {
+		t.Errorf("%d of %d documents took the fast path: fewer than half", fast, docs)
+	}
+}
+
+// splitDocs cuts a stream at "---" lines (tests only; the loader's cutter
+// is yamlCutter).
+func splitDocs(data []byte) [][]byte {
+	var docs [][]byte
+	var cur []byte
+	for _, l := range bytes.SplitAfter(data, []byte("\n")) {
+		if isSeparator(bytes.TrimRight(l, "\r\n")) {
+			docs, cur = append(docs, cur), nil
+			continue
+		}
+		cur = append(cur, l...)
+	}
+	return append(docs, cur)
+}
+
+// FuzzYAMLFast: on any input, what the fast path accepts yaml.v3 accepts
+// and writes as the same JSON.
+func FuzzYAMLFast(f *testing.F) {
+	for _, s := range []string{
+		kubectlPod, kubeadmConfig,
+		"a: 1\nb: x\nc: [1, 2.5, true, null]\n",
+		"hostProcess: yes\nq: 'yes'\nn: no\n",
+		"v: 0x10\nw: 1_000\nf: .inf\nt: 2026-11-06\n",
+		"- a\n- b: c\n  d: [e, {f: g}]\n- - h\n",
+		"k: -1\nl: +.5\nm: 0o17\nn: 1e3\no: 0b101\np: 2026-11-06 10:00:00\nq: 1:2\n",
+		"a: |\n  x\n\n  y\nb: |-\n  z\n",
+		"\"q\": 'r'\n'': \"\"\n",
+		"apiVersion: v1\nkind: List\nitems:\n- kind: Pod\n",
+		"Kind: Pod\nkind: Node\napiVersion: 1\n",
+		"kind: \"P\\u00e9d\"\napiVersion: ~\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		checkFast(t, []byte(doc))
+	})
+}
