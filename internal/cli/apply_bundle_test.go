@@ -114,3 +114,57 @@ func TestOfflineDryRunNamesNoPublicSite(t *testing.T) {
 		t.Errorf("the upstream dry run (exit %d) names too few public sites: the grep is broken", up.code)
 	}
 }
+
+// TestOfflineHybridDryRunNamesNoPublicSite: the same done-when grep for the
+// guide's lab with a Windows node and both add-ons, given a private
+// registry and a bundle: the Windows node gets its bundle files and its
+// SHA256SUMS, the add-ons come from the bundle, and nothing in the dry run
+// names a public site.
+func TestOfflineHybridDryRunNamesNoPublicSite(t *testing.T) {
+	src, err := os.ReadFile(lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const commented = "  # packages: {source: bundle}"
+	if !strings.Contains(string(src), commented) {
+		t.Fatalf("%s no longer has the line %q this test uncomments", lab, commented)
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(string(src), "\n") {
+		if strings.HasPrefix(line, commented) {
+			line = "  packages: {source: bundle}\n  images: {registry: registry.example.internal:5000}"
+		}
+		b.WriteString(line + "\n")
+	}
+	specFile := filepath.Join(t.TempDir(), "lab-offline.yaml")
+	if err := os.WriteFile(specFile, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := fakeBundle(t, specFile)
+	r := run(t, "", "apply", "-f", specFile, "--dry-run", "--offline", "--bundle", dir, "--state", filepath.Join(t.TempDir(), "s.json"))
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		`C:\k\bundle\windows-amd64\kubelet.exe unless it is there with sha256 `,
+		`C:\k\bundle\windows-amd64\nssm-2.24.zip unless it is there with sha256 `,
+		`write C:\k\bundle\SHA256SUMS with the 6 lines of these files (prepare.ps1 checks them with Get-FileHash)`,
+		"write /var/cache/hybridctl/bundle/SHA256SUMS with the 7 lines of these files (prepare.sh checks them with sha256sum -c)",
+		"metrics-server v0.9.0 from " + filepath.Join(dir, "manifests", "components.yaml"),
+		"cert-manager v1.21.2 from " + filepath.Join(dir, "manifests", "cert-manager.yaml"),
+		`C:\k\hybridctl\prepare.ps1`,
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the dry run lacks %q", want)
+		}
+	}
+	var hits []string
+	for _, line := range strings.Split(r.stdout+r.stderr, "\n") {
+		if publicSite.MatchString(line) {
+			hits = append(hits, line)
+		}
+	}
+	if len(hits) > 0 {
+		t.Errorf("the offline dry run names public sites:\n%s", strings.Join(hits, "\n"))
+	}
+}

@@ -91,7 +91,8 @@ type bundleConn interface {
 // resumably: it first asks the node for the sha256 of what is already
 // there and sends only what is missing or differs; each file is checked on
 // the node before it replaces anything (transport.UploadStream). Last it
-// writes the node's SHA256SUMS, which prepare.sh checks with sha256sum -c.
+// writes the node's SHA256SUMS, which prepare.sh checks with sha256sum -c
+// (prepare.ps1 with Get-FileHash).
 type bundleUploadPhase struct {
 	bundle  *Bundle
 	connect func(ctx context.Context, host string) (bundleConn, error)
@@ -228,7 +229,11 @@ func (p *bundleUploadPhase) DryRun(_ context.Context, h provision.Host) ([]strin
 		lines = append(lines, fmt.Sprintf("upload %s to %s unless it is there with sha256 %s (%s, 0644; streamed, checked on the node before it replaces anything)",
 			filepath.Join(p.bundle.Dir, filepath.FromSlash(f.Path)), p.bundle.remotePath(h, f.Path), f.SHA256, mib(f.Size)))
 	}
-	lines = append(lines, fmt.Sprintf("write %s with the %d lines of these files (prepare checks them with sha256sum -c)", p.bundle.remotePath(h, render.BundleSumsFile), len(files)))
+	check := "prepare.sh checks them with sha256sum -c"
+	if h.OS == provision.Windows {
+		check = "prepare.ps1 checks them with Get-FileHash"
+	}
+	lines = append(lines, fmt.Sprintf("write %s with the %d lines of these files (%s)", p.bundle.remotePath(h, render.BundleSumsFile), len(files), check))
 	return lines, nil
 }
 
