@@ -45,48 +45,6 @@ type resource struct {
 	namespaced   bool
 }
 
-func resourcesFor(k Kind) []resource {
-	switch k {
-	case KindNode:
-		return []resource{{"v1", "nodes", false}}
-	case KindNamespace:
-		return []resource{{"v1", "namespaces", false}}
-	case KindPod:
-		return []resource{{"v1", "pods", true}}
-	case KindService:
-		return []resource{{"v1", "services", true}}
-	case KindConfigMap:
-		return []resource{{"v1", "configmaps", true}}
-	case KindDaemonSet:
-		return []resource{{"apps/v1", "daemonsets", true}}
-	case KindDeployment:
-		return []resource{{"apps/v1", "deployments", true}}
-	case KindStatefulSet:
-		return []resource{{"apps/v1", "statefulsets", true}}
-	case KindReplicaSet:
-		return []resource{{"apps/v1", "replicasets", true}}
-	case KindJob:
-		return []resource{{"batch/v1", "jobs", true}}
-	case KindCronJob:
-		return []resource{{"batch/v1", "cronjobs", true}}
-	case KindRuntimeClass:
-		return []resource{{"node.k8s.io/v1", "runtimeclasses", false}}
-	case KindCSR:
-		return []resource{{"certificates.k8s.io/v1", "certificatesigningrequests", false}}
-	case KindInstallation:
-		return []resource{{"operator.tigera.io/v1", "installations", false}}
-	case KindTigeraStatus:
-		return []resource{{"operator.tigera.io/v1", "tigerastatuses", false}}
-	case KindIPPool:
-		return []resource{{"projectcalico.org/v3", "ippools", false}, {"crd.projectcalico.org/v1", "ippools", false}}
-	case KindIPAMConfiguration:
-		return []resource{{"projectcalico.org/v3", "ipamconfigurations", false}, {"crd.projectcalico.org/v1", "ipamconfigs", false}}
-	case KindFelixConfiguration:
-		return []resource{{"projectcalico.org/v3", "felixconfigurations", false}, {"crd.projectcalico.org/v1", "felixconfigurations", false}}
-	}
-	return nil
-}
-
 func (r resource) path(ns string) string {
 	base := "/apis/" + r.groupVersion
 	if r.groupVersion == "v1" {

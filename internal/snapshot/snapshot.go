@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"sigs.k8s.io/yaml"
 )
 
 // Snapshot is the set of objects the checks read.
@@ -76,67 +74,6 @@ func (s *Snapshot) Len() int {
 		len(s.IPPools) + len(s.IPAMConfigs) + len(s.FelixConfigs) + len(s.ClusterConfigs) + len(s.Owners) + s.Other
 }
 
-// KindOf maps apiVersion and kind to the Kind the checks know, or "".
-func KindOf(apiVersion, kind string) Kind {
-	group := ""
-	if i := strings.LastIndex(apiVersion, "/"); i >= 0 {
-		group = apiVersion[:i]
-	}
-	switch group {
-	case "":
-		switch kind {
-		case "Node", "Namespace", "Pod", "Service", "ConfigMap":
-			return Kind(kind)
-		}
-	case "apps":
-		switch kind {
-		case "DaemonSet", "Deployment", "StatefulSet", "ReplicaSet":
-			return Kind(kind)
-		}
-	case "extensions":
-		// extensions/v1beta1: removed from the API in 1.16, still in old
-		// manifests; the pod template is where it always was.
-		switch kind {
-		case "DaemonSet", "Deployment", "ReplicaSet":
-			return Kind(kind)
-		}
-	case "batch":
-		switch kind {
-		case "Job", "CronJob":
-			return Kind(kind)
-		}
-	case "node.k8s.io":
-		if kind == "RuntimeClass" {
-			return KindRuntimeClass
-		}
-	case "certificates.k8s.io":
-		if kind == "CertificateSigningRequest" {
-			return KindCSR
-		}
-	case "operator.tigera.io":
-		switch kind {
-		case "Installation", "TigeraStatus":
-			return Kind(kind)
-		}
-	case "projectcalico.org", "crd.projectcalico.org":
-		switch kind {
-		case "IPPool", "IPAMConfiguration", "FelixConfiguration":
-			return Kind(kind)
-		case "IPAMConfig":
-			// crd.projectcalico.org/v1 names it IPAMConfig (resource
-			// ipamconfigs), the manifests of Calico before 3.30 with it.
-			if group == "crd.projectcalico.org" {
-				return KindIPAMConfiguration
-			}
-		}
-	case "kubeadm.k8s.io":
-		if kind == "ClusterConfiguration" {
-			return KindClusterConfiguration
-		}
-	}
-	return ""
-}
-
 // Well-known ConfigMaps whose data the checks read whole.
 const (
 	KubeadmConfigNamespace = "kube-system"
@@ -160,174 +97,6 @@ func (s *Snapshot) Add(data []byte, src Source) error {
 		return fmt.Errorf("object has no apiVersion or kind")
 	}
 	return s.AddKind(KindOf(tm.APIVersion, tm.Kind), tm.APIVersion, tm.Kind, data, src)
-}
-
-// AddKind is Add for a caller that knows the kind (list items from the API
-// carry none).
-func (s *Snapshot) AddKind(k Kind, apiVersion, kind string, data []byte, src Source) error {
-	fill := func(o *Object) {
-		o.APIVersion, o.Kind, o.Source = apiVersion, kind, src
-		o.Meta.Annotations = keepIgnore(o.Meta.Annotations)
-	}
-	dec := func(v any) error {
-		if err := json.Unmarshal(data, v); err != nil {
-			return fieldError(err)
-		}
-		return nil
-	}
-	switch k {
-	case "":
-		s.mu.Lock()
-		s.Other++
-		s.mu.Unlock()
-		return nil
-	case KindNode:
-		var n Node
-		if err := dec(&n); err != nil {
-			return err
-		}
-		fill(&n.Object)
-		s.locked(func() { s.Nodes = append(s.Nodes, &n) })
-	case KindNamespace:
-		var n Namespace
-		if err := dec(&n); err != nil {
-			return err
-		}
-		fill(&n.Object)
-		s.locked(func() { s.Namespaces = append(s.Namespaces, &n) })
-	case KindService:
-		var v Service
-		if err := dec(&v); err != nil {
-			return err
-		}
-		fill(&v.Object)
-		v.Meta.Labels = nil
-		s.locked(func() { s.Services = append(s.Services, &v) })
-	case KindConfigMap:
-		var v ConfigMap
-		if err := dec(&v); err != nil {
-			return err
-		}
-		fill(&v.Object)
-		v.Meta.Labels = nil
-		ns, name := v.Meta.Namespace, v.Meta.Name
-		var cc *ClusterConfiguration
-		switch {
-		case ns == KubeadmConfigNamespace && name == KubeadmConfigName:
-			if raw := v.Data["ClusterConfiguration"]; raw != "" {
-				cc = &ClusterConfiguration{}
-				if err := yaml.Unmarshal([]byte(raw), cc); err != nil {
-					return fmt.Errorf("data.ClusterConfiguration: %w", err)
-				}
-				cc.Object = v.Object
-			}
-		case ns == ServicesEndpointNS && name == ServicesEndpointName:
-		default:
-			v.Hosts = DottedHostsIn(v.Data)
-			v.Data = nil
-		}
-		s.locked(func() {
-			s.ConfigMaps = append(s.ConfigMaps, &v)
-			if cc != nil {
-				s.ClusterConfigs = append(s.ClusterConfigs, cc)
-			}
-		})
-	case KindRuntimeClass:
-		var v RuntimeClass
-		if err := dec(&v); err != nil {
-			return err
-		}
-		fill(&v.Object)
-		s.locked(func() { s.RuntimeClasses = append(s.RuntimeClasses, &v) })
-	case KindCSR:
-		var v CSR
-		if err := dec(&v); err != nil {
-			return err
-		}
-		fill(&v.Object)
-		s.locked(func() { s.CSRs = append(s.CSRs, &v) })
-	case KindInstallation:
-		var v Installation
-		if err := dec(&v); err != nil {
-			return err
-		}
-		fill(&v.Object)
-		s.locked(func() { s.Installations = append(s.Installations, &v) })
-	case KindTigeraStatus:
-		var v TigeraStatus
-		if err := dec(&v); err != nil {
-			return err
-		}
-		fill(&v.Object)
-		s.locked(func() { s.TigeraStatuses = append(s.TigeraStatuses, &v) })
-	case KindIPPool:
-		var v IPPool
-		if err := dec(&v); err != nil {
-			return err
-		}
-		fill(&v.Object)
-		s.locked(func() { s.IPPools = append(s.IPPools, &v) })
-	case KindIPAMConfiguration:
-		var v IPAMConfiguration
-		if err := dec(&v); err != nil {
-			return err
-		}
-		fill(&v.Object)
-		s.locked(func() { s.IPAMConfigs = append(s.IPAMConfigs, &v) })
-	case KindFelixConfiguration:
-		var v FelixConfiguration
-		if err := dec(&v); err != nil {
-			return err
-		}
-		fill(&v.Object)
-		s.locked(func() { s.FelixConfigs = append(s.FelixConfigs, &v) })
-	case KindClusterConfiguration:
-		var v ClusterConfiguration
-		if err := dec(&v); err != nil {
-			return err
-		}
-		fill(&v.Object)
-		s.locked(func() { s.ClusterConfigs = append(s.ClusterConfigs, &v) })
-	case KindPod:
-		var p rawPod
-		if err := dec(&p); err != nil {
-			return err
-		}
-		fill(&p.Object)
-		if o := p.Meta.Controller(); o != nil {
-			sp := &Pod{Namespace: p.Meta.Namespace, Name: p.Meta.Name, NodeName: p.Spec.NodeName, Owner: *o,
-				App: p.Meta.Labels["k8s-app"], Status: p.Status}
-			s.locked(func() { s.Pods = append(s.Pods, sp) })
-			return nil
-		}
-		w := &Workload{Object: p.Object, Pod: &p.Status}
-		w.Template.Metadata.Labels = p.Meta.Labels
-		w.Template.Spec = p.Spec
-		s.locked(func() { s.Workloads = append(s.Workloads, w) })
-	case KindDaemonSet, KindDeployment, KindStatefulSet, KindReplicaSet, KindJob, KindCronJob:
-		var r rawWorkload
-		if err := dec(&r); err != nil {
-			return err
-		}
-		fill(&r.Object)
-		if o := r.Meta.Controller(); o != nil && ((k == KindReplicaSet && o.Kind == "Deployment") || (k == KindJob && o.Kind == "CronJob")) {
-			key := string(k) + "/" + r.Meta.Namespace + "/" + r.Meta.Name
-			s.locked(func() { s.Owners[key] = *o })
-			return nil
-		}
-		w := &Workload{Object: r.Object, Status: r.Status}
-		switch {
-		case r.Spec.Template != nil:
-			w.Template = *r.Spec.Template
-		case r.Spec.JobTemplate != nil:
-			w.Template = r.Spec.JobTemplate.Spec.Template
-		}
-		w.Template.Metadata.Annotations = keepIgnore(w.Template.Metadata.Annotations)
-		s.locked(func() { s.Workloads = append(s.Workloads, w) })
-	default:
-		return fmt.Errorf("internal: no decoder for kind %s", k)
-	}
-	return nil
 }
 
 func (s *Snapshot) addDiagnostic(d Diagnostic) {
@@ -354,7 +123,8 @@ func keepIgnore(a map[string]string) map[string]string {
 func fieldError(err error) error {
 	var te *json.UnmarshalTypeError
 	if ok := asTypeError(err, &te); ok && te.Field != "" {
-		return fmt.Errorf("field %s: cannot use %s as %v", te.Field, te.Value, te.Type)
+		// encoding/json names the embedded Object by its Go name.
+		return fmt.Errorf("field %s: cannot use %s as %v", strings.TrimPrefix(te.Field, "Object."), te.Value, te.Type)
 	}
 	return err
 }
