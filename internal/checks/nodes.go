@@ -14,13 +14,24 @@ import (
 // HC201
 func windowsNodeTaint(c *Ctx) {
 	for _, n := range c.WindowsNodes() {
-		has := false
+		has, noExecute := false, false
 		for _, t := range n.Spec.Taints {
-			if t == WindowsTaint {
+			switch {
+			case t == WindowsTaint:
 				has = true
+			case t.Key == WindowsTaint.Key && t.Value == WindowsTaint.Value && t.Effect == "NoExecute":
+				noExecute = true
 			}
 		}
-		if !has {
+		switch {
+		case has:
+		case noExecute:
+			// NoExecute keeps Linux pods off as well, but it also keeps
+			// off (and evicts) the Windows workloads that tolerate the
+			// guide's os=windows:NoSchedule taint only.
+			c.Report(&n.Object, fmt.Sprintf("Windows node %s has os=windows:NoExecute instead of os=windows:NoSchedule: Windows workloads that tolerate only the guide's NoSchedule taint are not scheduled there, and their running pods are evicted", n.Meta.Name),
+				fmt.Sprintf("kubectl taint node %s os=windows:NoExecute- && kubectl taint node %s os=windows:NoSchedule (and fix the taint in its JoinConfiguration)", n.Meta.Name, n.Meta.Name))
+		default:
 			c.Report(&n.Object, fmt.Sprintf("Windows node %s has no os=windows:NoSchedule taint: Linux pods without a kubernetes.io/os selector can be scheduled there and never start", n.Meta.Name),
 				fmt.Sprintf("kubectl taint node %s os=windows:NoSchedule (and add the taint to its JoinConfiguration)", n.Meta.Name))
 		}
