@@ -46,7 +46,8 @@ func kubeProxyWindows(c *Ctx) {
 		return
 	}
 	sv := c.ServerVersion()
-	if sv == "" {
+	sMaj, sMin, ok := minorOf(sv)
+	if !ok {
 		return
 	}
 	for _, w := range found {
@@ -54,12 +55,38 @@ func kubeProxyWindows(c *Ctx) {
 			if !strings.Contains(ctr.Image, "kube-proxy") {
 				continue
 			}
-			if v := imageVersion(ctr.Image); v != "" && v != sv {
-				c.Report(&w.Object, fmt.Sprintf("%s runs %s, version %s, but the cluster is %s", workloadLabel(w), ctr.Image, v, sv),
-					fmt.Sprintf("set the image tag to %s (e.g. sigwindowstools/kube-proxy:%s-calico-hostprocess)", sv, sv))
+			v := imageVersion(ctr.Image)
+			maj, mi, ok := minorOf(v)
+			if !ok {
+				continue
 			}
+			// The version skew policy: kube-proxy must not be newer than
+			// kube-apiserver and may be up to three minor versions older
+			// (two below 1.25). Patch releases do not count.
+			var why string
+			switch {
+			case maj != sMaj:
+				why = "another major version"
+			case mi > sMin:
+				why = "newer than the API server: kube-proxy must never be newer than the control plane"
+			case sMin-mi > maxKubeProxySkew(mi):
+				why = fmt.Sprintf("%d minor versions behind the API server (at most %d allowed)", sMin-mi, maxKubeProxySkew(mi))
+			default:
+				continue
+			}
+			c.Report(&w.Object, fmt.Sprintf("%s runs %s, version %s, but the cluster is %s: %s", workloadLabel(w), ctr.Image, v, sv, why),
+				fmt.Sprintf("set the image tag to %s (e.g. sigwindowstools/kube-proxy:%s-calico-hostprocess)", sv, sv))
 		}
 	}
+}
+
+// maxKubeProxySkew is how many minor versions kube-proxy 1.minor may lag
+// the API server (the version skew policy: three, two before 1.25).
+func maxKubeProxySkew(minor int) int {
+	if minor < 25 {
+		return 2
+	}
+	return 3
 }
 
 // HC402
