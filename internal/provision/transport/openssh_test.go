@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,6 +50,37 @@ func TestOpenSSHRunAndErrors(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "Unable to locate package") {
 		t.Errorf("output leaked into Error(): %v", err)
+	}
+}
+
+// TestOpenSSHSessionsIgnoreUserDotfiles: the test sshd's sessions run with
+// HOME in the test's own empty directory (so bash, zsh and fish read no
+// startup file of the user's) and without ~/.ssh/rc: a slow or noisy
+// ~/.bashrc on the developer's machine cannot change the tests.
+func TestOpenSSHSessionsIgnoreUserDotfiles(t *testing.T) {
+	o, cfg := openSSHFixture(t)
+	c := dial(t, cfg)
+	res, err := c.Run(ctxT(t), `printf '%s|%s|%s|%s' "$HOME" "$XDG_CONFIG_HOME" "$ZDOTDIR" "$(ls -A "$HOME" | wc -l)"`)
+	if err != nil {
+		t.Fatalf("%v\nsshd: %s", err, o.Log())
+	}
+	want := o.Home + "|" + o.Home + "/.config|" + o.Home + "|0"
+	if string(res.Stdout) != want || len(res.Stderr) != 0 {
+		t.Errorf("session HOME, XDG_CONFIG_HOME, ZDOTDIR and files in HOME: %q (stderr %q), want %q", res.Stdout, res.Stderr, want)
+	}
+	if !strings.HasPrefix(o.Home, o.Dir+string(filepath.Separator)) {
+		t.Errorf("home %s is not under the test's directory %s", o.Home, o.Dir)
+	}
+	// ~/.ssh/rc is read from the user's real home (sshd's working
+	// directory), so only the configuration can keep it out.
+	out, err := exec.Command(sshtest.SSHDPath, "-T", "-f", filepath.Join(o.Dir, "sshd_config")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("sshd -T: %v\n%s", err, out)
+	}
+	for _, line := range []string{"permituserrc no", "permituserenvironment no"} {
+		if !strings.Contains(string(out), "\n"+line+"\n") {
+			t.Errorf("effective sshd configuration lacks %q", line)
+		}
 	}
 }
 

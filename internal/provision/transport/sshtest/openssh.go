@@ -30,12 +30,17 @@ const SSHDPath = "/usr/sbin/sshd"
 // with a temporary configuration, host key and authorized_keys. Sessions
 // get the same stand-ins as Server on their PATH (SetEnv), so the sudo and
 // PowerShell command forms also go through a real sshd and login shell.
+// Sessions run with HOME (and XDG_CONFIG_HOME, ZDOTDIR) in an empty
+// directory of the test's and without ~/.ssh/rc, so the user's dotfiles
+// (a pyenv init in ~/.bashrc once made every session take a minute) cannot
+// change or slow the tests.
 type OpenSSH struct {
 	t       *testing.T
 	Addr    string
 	User    string
 	HostKey ssh.Signer
 	Dir     string
+	Home    string // the sessions' HOME, empty
 	config  string
 
 	mu      sync.Mutex
@@ -67,6 +72,10 @@ func StartOpenSSH(t *testing.T, authorized ...ssh.PublicKey) *OpenSSH {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
 	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(dir, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	for name, body := range map[string]string{"sudo": sudoShim, "powershell": powershellShim} {
@@ -117,9 +126,11 @@ KbdInteractiveAuthentication no
 PubkeyAuthentication yes
 PermitRootLogin prohibit-password
 AllowUsers %s
-SetEnv PATH=%s:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin SHIM_DIR=%s
+PermitUserRC no
+PermitUserEnvironment no
+SetEnv PATH=%s:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin SHIM_DIR=%s HOME=%s XDG_CONFIG_HOME=%s/.config ZDOTDIR=%s
 LogLevel ERROR
-`, port, hostKeyPath, akPath, u.Username, bin, dir)
+`, port, hostKeyPath, akPath, u.Username, bin, dir, home, home, home)
 	cfgPath := filepath.Join(dir, "sshd_config")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -127,7 +138,7 @@ LogLevel ERROR
 	if out, err := exec.Command(SSHDPath, "-t", "-f", cfgPath).CombinedOutput(); err != nil {
 		t.Fatalf("sshd refuses the test configuration: %v\n%s", err, out)
 	}
-	o := &OpenSSH{t: t, Addr: addr, User: u.Username, HostKey: signer, Dir: dir, config: cfgPath, logPath: filepath.Join(dir, "sshd.log")}
+	o := &OpenSSH{t: t, Addr: addr, User: u.Username, HostKey: signer, Dir: dir, Home: home, config: cfgPath, logPath: filepath.Join(dir, "sshd.log")}
 	o.Restart()
 	t.Cleanup(o.Stop)
 	return o
