@@ -7,6 +7,8 @@
 //   native-under-stop     a native program called by name where the last
 //                         $ErrorActionPreference set before it, in the
 //                         nearest enclosing block that sets one, is 'Stop'
+//                         (a setting inside an earlier function or script
+//                         block is that block's own and does not count)
 //                         (Windows PowerShell 5.1 makes its stderr lines
 //                         fatal when redirected; a 2>&1 does not help)
 //   strict-null-property  a property read on (a lookup with -ErrorAction
@@ -27,13 +29,28 @@ function findings(name, text, tree) {
   const strict = /Set-StrictMode/i.test(text);
   // underStop: the last $ErrorActionPreference assignment before n in its
   // nearest enclosing block (script block, function, script) that has one
-  // is 'Stop'.
+  // is 'Stop'. Assignments inside other blocks that end before n (an
+  // earlier function's body, a ForEach-Object block) are their own scope's
+  // and do not count.
+  const BLOCKS = ['script_block', 'function_statement', 'program'];
   const underStop = (n) => {
     for (let p = n.parent; p; p = p.parent) {
-      if (!['script_block', 'function_statement', 'program'].includes(p.type)) continue;
-      const before = text.slice(p.startIndex, n.startIndex);
+      if (!BLOCKS.includes(p.type)) continue;
+      const chars = text.slice(p.startIndex, n.startIndex).split('');
+      const mask = (c) => {
+        for (let i = 0; i < c.childCount; i++) {
+          const k = c.child(i);
+          if (k.startIndex >= n.startIndex) break;
+          if (BLOCKS.includes(k.type) && k.endIndex <= n.startIndex) {
+            for (let j = k.startIndex; j < k.endIndex; j++) chars[j - p.startIndex] = ' ';
+          } else {
+            mask(k);
+          }
+        }
+      };
+      mask(p);
       let last = null;
-      for (const m of before.matchAll(/\$ErrorActionPreference\s*=\s*'(\w+)'/gi)) last = m[1];
+      for (const m of chars.join('').matchAll(/\$ErrorActionPreference\s*=\s*'(\w+)'/gi)) last = m[1];
       if (last !== null) return last.toLowerCase() === 'stop';
     }
     return false;

@@ -152,6 +152,8 @@ func TestRules(t *testing.T) {
 		{"fixed: in a function that sets Continue", "$ErrorActionPreference = 'Stop'\nfunction f {\n    $ErrorActionPreference = 'Continue'\n    tar.exe -xvf a.tgz\n}\n", ""},
 		{"near miss: no Stop", "tar.exe -xvf a.tgz\n", ""},
 		{"near miss: a block sets SilentlyContinue", "$ErrorActionPreference = 'Stop'\n& {\n$ErrorActionPreference = 'SilentlyContinue'\nw32tm /query /status\n}\n", ""},
+		{"an earlier function's Continue is its own", "$ErrorActionPreference = 'Stop'\nfunction Invoke-Native {\n    $ErrorActionPreference = 'Continue'\n}\nfunction g {\n    tar.exe -xvf a.tgz\n}\n", "6:5: native-under-stop: tar.exe"},
+		{"an earlier block's Continue is its own", "$ErrorActionPreference = 'Stop'\n1 | ForEach-Object { $ErrorActionPreference = 'Continue' }\nsc.exe delete x\n", "3:1: native-under-stop: sc.exe"},
 		{"Stop again after Continue", "$ErrorActionPreference = 'Continue'\n$ErrorActionPreference = 'Stop'\ncurl.exe -o a b\n", "3:1: native-under-stop: curl.exe"},
 		{"near miss: a cmdlet", "$ErrorActionPreference = 'Stop'\nGet-Service containerd\n", ""},
 		{"null property under strict mode", "Set-StrictMode -Version 3.0\n$a = (Resolve-DnsName $h -ErrorAction SilentlyContinue).IPAddress\n", "2:6: strict-null-property"},
