@@ -112,17 +112,32 @@ func addCompletions(root *cobra.Command) {
 // comma-separated list: the values before the last comma are kept, are not
 // offered again, and the last one is completed.
 func match(candidates []string, toComplete string, list bool) []string {
+	return matchSame(candidates, toComplete, list, nil)
+}
+
+// matchSame is match where two values can name one thing (a check's ID and
+// its name): same maps a lower-cased value to what it names, and a thing
+// chosen under either value is not offered again under the other.
+func matchSame(candidates []string, toComplete string, list bool, same map[string]string) []string {
+	key := func(v string) string {
+		if k, ok := same[v]; ok {
+			return k
+		}
+		return v
+	}
 	head, partial := "", toComplete
 	var chosen []string
 	if i := strings.LastIndex(toComplete, ","); list && i >= 0 {
 		head, partial = toComplete[:i+1], toComplete[i+1:]
-		chosen = strings.Split(strings.ToLower(toComplete[:i]), ",")
+		for _, c := range strings.Split(strings.ToLower(toComplete[:i]), ",") {
+			chosen = append(chosen, key(c))
+		}
 	}
 	out := []string{}
 	for _, c := range candidates {
 		value, _, _ := strings.Cut(c, "\t")
 		v := strings.ToLower(value)
-		if strings.HasPrefix(v, strings.ToLower(partial)) && !slices.Contains(chosen, v) {
+		if strings.HasPrefix(v, strings.ToLower(partial)) && !slices.Contains(chosen, key(v)) {
 			out = append(out, head+c)
 		}
 	}
@@ -145,23 +160,27 @@ func completeChecks(explain bool) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		if cmd.CommandPath() == "hybridctl node diagnose" {
 			var c []string
+			same := map[string]string{}
 			for _, d := range diagnose.Checks() {
 				c = append(c, d.ID+"\t"+d.Name+": "+d.Title, d.Name+"\t"+d.ID+": "+d.Title)
+				same[strings.ToLower(d.Name)] = strings.ToLower(d.ID)
 			}
-			return match(c, toComplete, true), cobra.ShellCompDirectiveNoFileComp
+			return matchSame(c, toComplete, true, same), cobra.ShellCompDirectiveNoFileComp
 		}
 		docs, err := checks.Catalogue()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		var c []string
+		same := map[string]string{}
 		for _, d := range docs {
 			c = append(c, d.ID+"\t"+d.Name+": "+d.Title, d.Name+"\t"+d.ID+": "+d.Title)
+			same[strings.ToLower(d.Name)] = strings.ToLower(d.ID)
 		}
 		if explain {
 			c = append(c, "all\tevery check")
 		}
-		return match(c, toComplete, !explain), cobra.ShellCompDirectiveNoFileComp
+		return matchSame(c, toComplete, !explain, same), cobra.ShellCompDirectiveNoFileComp
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hybridctl/hybridctl/internal/checks"
+	"github.com/hybridctl/hybridctl/internal/diagnose"
 	"github.com/hybridctl/hybridctl/internal/provision/apply"
 	"github.com/hybridctl/hybridctl/internal/provision/preflight"
 	"github.com/hybridctl/hybridctl/internal/testenv"
@@ -66,6 +67,7 @@ func TestCompletionFixedValues(t *testing.T) {
 			hc10 = append(hc10, d.ID)
 		}
 	}
+	dg := diagnose.Checks()[0]
 	if len(hc1) < 5 || len(phaseNames) < 10 || len(resetNames) < 3 || slices.Equal(phaseNames, resetNames) {
 		t.Fatalf("implausible lists: %d HC1 checks, %d apply phases, %d reset phases", len(hc1), len(phaseNames), len(resetNames))
 	}
@@ -86,6 +88,9 @@ func TestCompletionFixedValues(t *testing.T) {
 		{"--checks by name", []string{"lint", "--checks", "daemonset-os"}, []string{"daemonset-os-selector"}},
 		{"--checks is case-insensitive", []string{"lint", "--checks", "hc101"}, []string{"HC101"}},
 		{"--checks after a comma", []string{"doctor", "--checks", "HC101,HC10"}, prefixed("HC101,", without(hc10, "HC101"))},
+		{"--checks: a check chosen by ID is not offered by name", []string{"lint", "--checks", "HC101,daemonset-os"}, []string{}},
+		{"--checks: a check chosen by name is not offered by ID", []string{"doctor", "--checks", "Daemonset-OS-Selector,HC10"}, prefixed("Daemonset-OS-Selector,", without(hc10, "HC101"))},
+		{"node diagnose --checks: one check under both values", []string{"node", "diagnose", "--checks", dg.ID + "," + dg.Name}, []string{}},
 		{"--skip", []string{"doctor", "--skip", "HC10"}, hc10},
 		{"--explain all", []string{"doctor", "--explain", "al"}, []string{"all"}},
 		{"--explain one value", []string{"lint", "--explain", "HC101,"}, []string{}},
