@@ -131,6 +131,9 @@ func TestWindowsBundlePrepare(t *testing.T) {
 		"Invoke-Native $ContainerdExe @('--register-service')",
 		"runtime-endpoint: npipe://./pipe/containerd-containerd`nimage-endpoint: npipe://./pipe/containerd-containerd`n",
 		// PrepareNode.ps1's steps.
+		// PrepareNode.ps1 requires containerd's pipe; it may take a moment
+		// after the restarts above.
+		"while (-not (Test-Path '//./pipe/containerd-containerd')) {",
 		"Copy-Item -LiteralPath (Get-BundlePath $KubeletFile) -Destination $KubeletExe -Force",
 		"Copy-Item -LiteralPath (Get-BundlePath $KubeadmFile) -Destination $KubeadmExe -Force",
 		"Add-MachinePath 'C:\\k'",

@@ -290,8 +290,13 @@ function Install-Kubelet {
     # the kubelet service through it, depending on containerd, its output
     # in C:\var\log\kubelet rotated daily or at 10 MB. The service stays
     # stopped until kubeadm join starts it.
-    if (-not (Test-Path '//./pipe/containerd-containerd')) {
-        throw 'containerd is not running (no \\.\pipe\containerd-containerd): see the containerd step above'
+    # containerd was just (re)started: give it time to open its pipe.
+    $deadline = (Get-Date).AddSeconds(60)
+    while (-not (Test-Path '//./pipe/containerd-containerd')) {
+        if ((Get-Date) -gt $deadline) {
+            throw 'containerd is not serving (no \\.\pipe\containerd-containerd after 60 s): see the containerd step above and Get-Service containerd'
+        }
+        Start-Sleep -Seconds 2
     }
     New-Item -ItemType Directory -Force -Path 'C:\k', 'C:\var\log\kubelet', 'C:\var\lib\kubelet\etc\kubernetes', 'C:\etc\kubernetes\pki', 'C:\etc\kubernetes\manifests', $NssmDir | Out-Null
     Copy-Item -LiteralPath (Get-BundlePath $KubeletFile) -Destination $KubeletExe -Force
