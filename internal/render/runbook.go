@@ -33,9 +33,9 @@ type runbookData struct {
 	Aspnetapp        []aspnetappRef
 	// Addons are the add-on manifests step 9 applies: the release URL, or
 	// the bundle's copy in bundle mode.
-	Addons []addonRef
-	FirstWindows     plan.Node
-	CSRApprover      bool
+	Addons       []addonRef
+	FirstWindows plan.Node
+	CSRApprover  bool
 }
 
 type addonRef struct {
