@@ -1,7 +1,9 @@
-// Package apply is the ordered phase lists of `hybridctl apply` and
-// `hybridctl reset`, following the guide section by section. Every phase of
-// both lists is implemented; `apply --help`, `reset --help` and
-// docs/apply.md show the lists as generated from Phases and ResetPhases.
+// Package apply is `hybridctl apply` and `hybridctl reset` as a library:
+// Apply and Reset take the derived plan's hosts and the commands' options
+// and run the ordered phase lists, Phases and ResetPhases, which follow the
+// guide section by section. Every phase of both lists is implemented;
+// `apply --help`, `reset --help` and docs/apply.md show the lists as
+// generated from Phases and ResetPhases.
 package apply
 
 import (
