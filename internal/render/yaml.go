@@ -26,14 +26,10 @@ func toNode(obj any, sparse bool) (*yaml.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, err
+	n, err := jsonNode(b)
+	if err != nil {
+		return nil, fmt.Errorf("%T: %w", obj, err)
 	}
-	if len(doc.Content) != 1 {
-		return nil, fmt.Errorf("%T: not one JSON value", obj)
-	}
-	n := doc.Content[0]
 	plain(n)
 	apiVersionFirst(n)
 	if sparse {
