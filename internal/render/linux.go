@@ -23,6 +23,7 @@ type shData struct {
 // linuxPrepare renders nodes/<name>/prepare.sh.
 func (r *renderer) linuxPrepare(n plan.Node) ([]byte, error) {
 	var buf bytes.Buffer
+	buf.Grow(16 << 10) // the script is ~8-12 KB: grown once, not ten times
 	d := shData{Plan: r.plan, Node: n, Hosts: containerdHosts(r.plan, LinuxCertsDir, "/"), CertsDir: LinuxCertsDir}
 	if r.plan.PackagesSource == spec.SourceBundle {
 		files, err := LinuxBundleOf(r.plan)

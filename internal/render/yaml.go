@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -134,18 +135,114 @@ func (p *pruner) prune(n *yaml.Node, t reflect.Type) error {
 			if err != nil {
 				return err
 			}
-			var val any
-			if err := v.Decode(&val); err != nil {
-				return err
-			}
-			if reflect.DeepEqual(normalize(val), z) {
-				continue
+			if zero, known := nodeEquals(v, z); known {
+				if zero {
+					continue
+				}
+			} else {
+				var val any
+				if err := v.Decode(&val); err != nil {
+					return err
+				}
+				if reflect.DeepEqual(normalize(val), z) {
+					continue
+				}
 			}
 		}
 		out = append(out, k, v)
 	}
 	n.Content = out
 	return nil
+}
+
+// nodeEquals reports whether n decodes to z, a value decoded from JSON
+// (what DeepEqual(normalize(decoded n), z) says), without decoding n;
+// known is false for a node it does not judge (then the caller decodes).
+func nodeEquals(n *yaml.Node, z any) (equal, known bool) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+	case yaml.MappingNode, yaml.SequenceNode:
+	default:
+		return false, false
+	}
+	switch z := z.(type) {
+	case nil:
+		if n.Kind != yaml.ScalarNode {
+			return false, true
+		}
+		return n.Tag == "!!null", true
+	case bool:
+		if n.Kind != yaml.ScalarNode {
+			return false, true
+		}
+		switch n.Tag {
+		case "!!bool":
+			if n.Value == "true" || n.Value == "false" {
+				return (n.Value == "true") == z, true
+			}
+		case "!!str", "!!int", "!!float", "!!null":
+			return false, true
+		}
+	case float64:
+		if n.Kind != yaml.ScalarNode {
+			return false, true
+		}
+		switch n.Tag {
+		case "!!int", "!!float":
+			f, err := strconv.ParseFloat(n.Value, 64)
+			if err != nil || !isJSONNumber(n.Value) {
+				return false, false
+			}
+			return f == z, true
+		case "!!str", "!!bool", "!!null":
+			return false, true
+		}
+	case string:
+		if n.Kind != yaml.ScalarNode {
+			return false, true
+		}
+		switch n.Tag {
+		case "!!str":
+			return n.Value == z, true
+		case "!!int", "!!float", "!!bool", "!!null":
+			return false, true
+		}
+	case []any:
+		if n.Kind != yaml.SequenceNode {
+			return false, true
+		}
+		if len(n.Content) != len(z) {
+			return false, true
+		}
+		for i, c := range n.Content {
+			if eq, known := nodeEquals(c, z[i]); !known || !eq {
+				return false, known
+			}
+		}
+		return true, true
+	case map[string]any:
+		if n.Kind != yaml.MappingNode {
+			return false, true
+		}
+		if len(n.Content)/2 != len(z) {
+			return false, true
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
+				return false, false
+			}
+			zv, ok := z[k.Value]
+			if !ok {
+				return false, true
+			}
+			if eq, known := nodeEquals(v, zv); !known || !eq {
+				return false, known
+			}
+		}
+		return true, true
+	}
+	return false, false
 }
 
 // jsonField returns the type of t's field serialized under name, looking
