@@ -53,6 +53,9 @@ type Deps struct {
 	Inventory csr.Inventory
 	// CSRTimeout bounds the wait for the kubelet-serving CSRs (default 10m).
 	CSRTimeout time.Duration
+	// NodesReadyTimeout bounds the wait for the joined nodes to be Ready
+	// and for CoreDNS's rollout after its restart (default 15m).
+	NodesReadyTimeout time.Duration
 	// ResetNodes are the nodes reset takes apart (empty: all).
 	ResetNodes []string
 	// DrainTimeout bounds draining one node in reset (default 5m).
@@ -89,6 +92,14 @@ func Phases(d Deps) []provision.Phase {
 	if csrTimeout <= 0 {
 		csrTimeout = 10 * time.Minute
 	}
+	nodesTimeout := d.NodesReadyTimeout
+	if nodesTimeout <= 0 {
+		nodesTimeout = 15 * time.Minute
+	}
+	ready := func(title, who, runsOn string, after []string, nodes func([]provision.Host) []provision.Host) provision.Phase {
+		return &nodesReadyPhase{title: title, who: who, runsOn: runsOn, after: after, nodes: nodes, hosts: d.Hosts,
+			restConfig: d.RESTConfig, timeout: nodesTimeout, poll: 2 * time.Second}
+	}
 	approve := func(title, who string, after []string, nodes func([]provision.Host) []provision.Host) provision.Phase {
 		return &approveCSRsPhase{title: title, who: who, after: after, nodes: nodes, hosts: d.Hosts, inventory: d.Inventory,
 			restConfig: d.RESTConfig, timeout: csrTimeout, poll: 2 * time.Second}
@@ -104,12 +115,14 @@ func Phases(d Deps) []provision.Phase {
 		&calicoReadyPhase{hosts: d.Hosts, restConfig: d.RESTConfig, timeout: calicoTimeout, poll: 5 * time.Second},
 		&joinPhase{title: "join-linux", after: []string{"calico-ready"}, files: d.Files, hosts: d.Hosts, connect: d.hostConn, redactor: d.Redactor},
 		approve("approve-linux-csrs", "the control plane and the Linux workers", []string{"join-linux"}, provision.LinuxNodes),
-		&corednsRestartPhase{restConfig: d.RESTConfig},
+		ready("linux-nodes-ready", "the control plane and the Linux workers", "cluster", []string{"join-linux"}, provision.LinuxNodes),
+		&corednsRestartPhase{restConfig: d.RESTConfig, timeout: nodesTimeout, poll: 2 * time.Second},
 		&addonsPhase{addons: d.Addons, restConfig: d.RESTConfig},
 		&joinPhase{title: "join-windows", windows: true, after: []string{"calico-ready", "windows-prepare"}, files: d.Files, hosts: d.Hosts, connect: d.hostConn, redactor: d.Redactor},
 		approve("approve-windows-csrs", "the Windows nodes", []string{"join-windows"}, provision.WindowsNodes),
 		&manifestPhase{title: "kube-proxy-windows", desc: "kube-proxy-windows DaemonSet (HostProcess, winkernel) for the cluster's version",
 			paths: d.Files.under("cluster/windows/kube-proxy-windows"), files: d.Files, restConfig: d.RESTConfig},
+		ready("windows-nodes-ready", "the Windows nodes", "cluster, with Windows nodes", []string{"join-windows"}, provision.WindowsNodes),
 		&manifestPhase{title: "runtimeclasses", desc: "a RuntimeClass per Windows build (handler runhcs-wcow-process, nodeSelector and the os=windows toleration)",
 			paths: d.Files.under("cluster/windows/runtimeclass-"), files: d.Files, restConfig: d.RESTConfig},
 		&manifestPhase{title: "check-workloads", desc: "the guide's check workloads: hello on the Linux workers, aspnetapp on Windows through its RuntimeClass (doctor then checks they run)",

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -21,20 +22,26 @@ import (
 // corednsRestartPhase restarts CoreDNS as `kubectl rollout restart` does
 // (a restartedAt annotation on the pod template), so that its replicas,
 // started while only the control plane could run them, spread over the
-// workers.
+// workers; then it waits for the rollout as `kubectl rollout status` does,
+// so that doctor sees the new replicas, not the old ones going away.
 type corednsRestartPhase struct {
 	restConfig func(ctx context.Context) (*rest.Config, error)
+	timeout    time.Duration
+	poll       time.Duration
 }
 
 func (p *corednsRestartPhase) Title() string { return "coredns-restart" }
 func (p *corednsRestartPhase) Description() string {
-	return "restart CoreDNS so its replicas spread over the workers"
+	return "restart CoreDNS so its replicas spread over the workers; wait for the rollout"
 }
 func (p *corednsRestartPhase) Targets([]provision.Host) []provision.Host {
 	return []provision.Host{provision.ClusterHost()}
 }
 func (p *corednsRestartPhase) DryRun(context.Context, provision.Host) ([]string, error) {
-	return []string{"kubectl -n kube-system rollout restart deployment coredns (patch the pod template's kubectl.kubernetes.io/restartedAt)"}, nil
+	return []string{
+		"kubectl -n kube-system rollout restart deployment coredns (patch the pod template's kubectl.kubernetes.io/restartedAt)",
+		fmt.Sprintf("kubectl -n kube-system rollout status deployment coredns --timeout=%s", p.timeout),
+	}, nil
 }
 
 func (p *corednsRestartPhase) Run(ctx context.Context, _ provision.Host) error {
@@ -42,11 +49,58 @@ func (p *corednsRestartPhase) Run(ctx context.Context, _ provision.Host) error {
 	if err != nil {
 		return err
 	}
+	deployments := cs.AppsV1().Deployments("kube-system")
 	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339))
-	if _, err := cs.AppsV1().Deployments("kube-system").Patch(ctx, "coredns", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+	if _, err := deployments.Patch(ctx, "coredns", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 		return fmt.Errorf("restarting kube-system/coredns: %w", err)
 	}
-	return nil
+	deadline := time.Now().Add(p.timeout)
+	for {
+		d, err := deployments.Get(ctx, "coredns", metav1.GetOptions{})
+		var state string
+		switch {
+		case err == nil:
+			var done bool
+			if done, state = rolledOut(d); done {
+				return nil
+			}
+		case ctx.Err() != nil:
+			return fmt.Errorf("waiting for kube-system/coredns: %w", ctx.Err())
+		default:
+			state = err.Error()
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return fmt.Errorf("kube-system/coredns restarted but not rolled out after %s: %s (kubectl -n kube-system describe deployment coredns)", p.timeout, state)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for kube-system/coredns: %w", ctx.Err())
+		case <-time.After(min(p.poll, wait)):
+		}
+	}
+}
+
+// rolledOut is `kubectl rollout status`'s test for a Deployment: the
+// controller has seen the latest template, every replica is updated and
+// available, and no old replica remains. Otherwise it says what is left.
+func rolledOut(d *appsv1.Deployment) (bool, string) {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	s := d.Status
+	switch {
+	case s.ObservedGeneration < d.Generation:
+		return false, "the deployment controller has not seen the restart yet"
+	case s.UpdatedReplicas < want:
+		return false, fmt.Sprintf("%d of %d replicas updated", s.UpdatedReplicas, want)
+	case s.Replicas > s.UpdatedReplicas:
+		return false, fmt.Sprintf("%d old replicas pending termination", s.Replicas-s.UpdatedReplicas)
+	case s.AvailableReplicas < s.UpdatedReplicas:
+		return false, fmt.Sprintf("%d of %d updated replicas available", s.AvailableReplicas, s.UpdatedReplicas)
+	}
+	return true, ""
 }
 
 // AddonSource is an add-on's manifest to install.
