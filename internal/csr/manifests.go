@@ -3,6 +3,7 @@ package csr
 import (
 	"bytes"
 	"fmt"
+	"github.com/distribution/reference"
 
 	appsv1 "k8s.io/api/apps/v1"
 	certv1 "k8s.io/api/certificates/v1"
@@ -85,10 +86,24 @@ func ApproverRules() []rbacv1.PolicyRule {
 	}
 }
 
+// CheckImage checks that image is an image reference a kubelet can pull
+// (registry/repository[:tag][@digest], as distribution parses it), so that
+// a typo or a pasted JSON object fails here with the value quoted, not later
+// as a pod stuck in InvalidImageName.
+func CheckImage(image string) error {
+	if image == "" {
+		return fmt.Errorf("an image is required")
+	}
+	if _, err := reference.ParseNormalizedNamed(image); err != nil {
+		return fmt.Errorf("%q is not an image reference (want registry/repository:tag or @sha256:digest): %w", image, err)
+	}
+	return nil
+}
+
 // InClusterApprover builds the objects for the in-cluster approver.
 func InClusterApprover(opts DeployOptions) (*InCluster, error) {
-	if opts.Image == "" {
-		return nil, fmt.Errorf("in-cluster CSR approver: an image is required")
+	if err := CheckImage(opts.Image); err != nil {
+		return nil, fmt.Errorf("in-cluster CSR approver: %w", err)
 	}
 	ns, name := opts.Namespace, opts.Name
 	if ns == "" {

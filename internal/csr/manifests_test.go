@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -49,6 +51,41 @@ func TestInClusterApproverGolden(t *testing.T) {
 func TestInClusterApproverNeedsImage(t *testing.T) {
 	if _, err := InClusterApprover(DeployOptions{}); err == nil {
 		t.Fatal("no error without an image")
+	}
+}
+
+func TestCheckImage(t *testing.T) {
+	for _, ok := range []string{
+		"192.168.10.1:5000/hybridctl-lab/hybridctl:lab",
+		"ghcr.io/hybridctl/hybridctl:v0.3.0",
+		"hybridctl", // docker.io/library/hybridctl:latest, as a kubelet reads it
+		"registry.example.com/hybridctl@sha256:" + strings.Repeat("a", 64),
+		"localhost:5000/a/b/c:1.0",
+	} {
+		if err := CheckImage(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{
+		"",
+		"{\n  \"prefix\": \"192.168.10.1:5000\"\n}/hybridctl-lab/hybridctl:lab", // a JSON object pasted by a script
+		"Registry.Example.com/Hybridctl:v1",                                     // upper case in the repository
+		"registry.example.com/hybridctl:",                                       // empty tag
+		"registry.example.com/hybridctl@sha256:abc",                             // short digest
+		"registry.example.com/hybridctl:v1 --privileged",
+		"registry.example.com/hybridctl:v1\nimage: evil",
+	} {
+		err := CheckImage(bad)
+		if err == nil {
+			t.Errorf("%q accepted", bad)
+			continue
+		}
+		if bad != "" && !strings.Contains(err.Error(), strconv.Quote(bad)) {
+			t.Errorf("%q: the error does not quote the value: %v", bad, err)
+		}
+	}
+	if _, err := InClusterApprover(DeployOptions{Image: "a b"}); err == nil || !strings.Contains(err.Error(), "in-cluster CSR approver: \"a b\" is not an image reference") {
+		t.Errorf("InClusterApprover: %v", err)
 	}
 }
 

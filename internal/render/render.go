@@ -82,6 +82,11 @@ func (o Options) Validate() error {
 	if o.CACertHash != "" && !caCertHashRE.MatchString(o.CACertHash) {
 		return fmt.Errorf("--ca-cert-hash: want sha256: and 64 lower-case hex digits, as kubeadm init prints")
 	}
+	if o.CSRApproverImage != "" {
+		if err := csr.CheckImage(o.CSRApproverImage); err != nil {
+			return fmt.Errorf("--csr-approver-image: %w", err)
+		}
+	}
 	if o.CertificateKey != "" && !certificateKeyRE.MatchString(o.CertificateKey) {
 		return fmt.Errorf("--certificate-key: want 64 hex digits, as kubeadm init --upload-certs prints")
 	}
