@@ -5,7 +5,11 @@
 # network. Asserts that the command exits 0, every Linux action passes,
 # every Windows action is skipped because the lab has no Windows node,
 # pod-to-external is skipped (off by default), nothing was "not run", and
-# nothing is left behind.
+# nothing is left behind. Then two runs with a fault injected for real: every
+# probe Service's selector replaced by one that matches nothing (each
+# pod-to-service action fails naming the selector), and the probe pods of
+# one worker deleted in the middle of the run (a failure says so); both exit
+# 1 and leave nothing behind.
 #
 #   hack/e2e-connectivity.sh --hybridctl BIN --kubeconfig FILE --context NAME \
 #       --image IMAGE [--kubectl BIN] [--out DIR] [--ready-timeout 5m]
@@ -95,4 +99,73 @@ for n in "$ns" "$ns-host"; do
 	phase=$(kubectl get namespace "$n" -o jsonpath='{.status.phase}' --ignore-not-found)
 	check "namespace $n gone or terminating (${phase:-gone})" test "${phase:-Terminating}" = Terminating
 done
-[ "$fails" = 0 ] || { echo "e2e-connectivity: $fails assertions failed (report: $report)" >&2; exit 1; }
+nothing_left() { # nothing_left WHAT: the run left no probe, Service or namespace behind
+	check "$1: no probe pod left" test -z "$(kubectl get pods -A -l app.kubernetes.io/managed-by=hybridctl-check-connectivity -o name)"
+	check "$1: no probe Service left" test -z "$(kubectl get services -A -l app.kubernetes.io/managed-by=hybridctl-check-connectivity -o name)"
+}
+# faulty NAME TRIGGER ACTION ARGS...: check connectivity with ARGS in the
+# background; when its progress shows TRIGGER, ACTION runs (the fault).
+faulty() {
+	local name=$1 trigger=$2 action=$3
+	shift 3
+	"$hybridctl" check connectivity --kubeconfig "$kubeconfig" --context "$context" \
+		--linux-image "$image" --probe-kit hello --ready-timeout "$ready" --timeout 15m \
+		-n "$ns" -o json "$@" >"$out/$name.json" 2>"$out/$name.log" &
+	local pid=$! fired=0
+	for _ in $(seq 3000); do
+		if grep -q "$trigger" "$out/$name.log" 2>/dev/null; then
+			"$action" && fired=1
+			break
+		fi
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	frc=0
+	wait "$pid" || frc=$?
+	check "$name: the fault was injected" test "$fired" = 1
+	report=$out/$name.json
+	jq -r '.tests[] | select(.result == "fail") | "     \(.name) \(.from) → \(.to): \(.reason)"' "$report" 2>/dev/null || true
+}
+
+# A Service whose selector matches nothing: every probe Service is broken as
+# soon as it exists, before the probes are ready, so no action can see it
+# working.
+break_services() {
+	local s
+	for s in $(kubectl get services -A -l app.kubernetes.io/managed-by=hybridctl-check-connectivity \
+		-o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name}{" "}{end}'); do
+		kubectl -n "${s%%/*}" patch service "${s#*/}" --type json \
+			-p '[{"op":"replace","path":"/spec/selector","value":{"hybridctl-e2e":"matches-nothing"}}]' >/dev/null || return 1
+	done
+}
+faulty broken-service "probe pods and" break_services --tests pod-to-service
+linux_svc='.name == "pod-to-service" and ((.from + .to) | test("Windows|win-") | not)'
+check "broken Service: exit 1 (got $frc)" test "$frc" = 1
+check "broken Service: every Linux pod-to-service action fails" \
+	test "$(count "$linux_svc and .result != \"fail\"")" = 0
+check "broken Service: each failure names the selector that matches nothing" \
+	test "$(count "$linux_svc and (.reason | contains(\"selector hybridctl-e2e=matches-nothing matches no ready pod\") | not)")" = 0
+check "broken Service: nothing 'not run'" test "$(count '.notRun == true')" = 0
+nothing_left "broken Service"
+
+# A probe pod deleted in the middle of the run: once the probes are ready,
+# every probe pod on one worker is deleted; the actions that use them
+# afterwards fail and say so.
+victim_node=$(kubectl get nodes -l '!node-role.kubernetes.io/control-plane' -o jsonpath='{.items[-1:].metadata.name}')
+delete_probes() {
+	local pods
+	pods=$(kubectl get pods -A -l app.kubernetes.io/managed-by=hybridctl-check-connectivity --field-selector "spec.nodeName=$victim_node" \
+		-o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name}{" "}{end}')
+	[ -n "$pods" ] || return 1
+	for p in $pods; do
+		kubectl -n "${p%%/*}" delete pod "${p#*/}" --wait=false --grace-period=1 >/dev/null || return 1
+	done
+}
+faulty deleted-pod "probe pods ready" delete_probes
+check "deleted pod: exit 1 (got $frc)" test "$frc" = 1
+check "deleted pod: a failure says a probe pod was deleted during the run" \
+	test "$(count '.result == "fail" and (.reason | test("pod .* (was|was being) deleted during the run"))')" -ge 1
+check "deleted pod: nothing 'not run'" test "$(count '.notRun == true')" = 0
+nothing_left "deleted pod"
+
+[ "$fails" = 0 ] || { echo "e2e-connectivity: $fails assertions failed (reports in $out)" >&2; exit 1; }

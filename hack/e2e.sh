@@ -251,6 +251,16 @@ check "second apply: nothing done, nothing failed" \
 	test "$(jq -s '[.[] | select(.type == "done" or .type == "fail" or .type == "blocked")] | length' "$out/apply-4.json")" = 0
 check "second apply finishes fast (${took}s, at most 120s)" test "$took" -le 120
 
+stage "hybridctl check connectivity over the lab's pod network (docs/connectivity.md)"
+check "check connectivity: every Linux test passes; a broken Service and a deleted probe pod fail clearly" \
+	hack/e2e-connectivity.sh --hybridctl "$hybridctl" --kubeconfig "$kubeconfig" --context "$cluster" \
+	--image "$hello_image" --kubectl "$kubectl_bin" --out "$out/connectivity"
+
+stage "hybridctl node diagnose on nodes broken on purpose (docs/node.md)"
+check "node diagnose finds and names each broken thing" \
+	hack/e2e-diagnose.sh --hybridctl "$hybridctl" -f "$spec" --kubeconfig "$kubeconfig" --context "$cluster" \
+	--identity "$key" --known-hosts "$known" --kubectl "$kubectl_bin" --out "$out/diagnose"
+
 stage "the in-cluster CSR approver (hybridctl's image) approves a node that joins after it started"
 registry=$(jq -r .registry.prefix <<<"$plan")
 "$hybridctl" render -f "$spec" -o "$out/render" --csr-approver-image "$registry/hybridctl-lab/hybridctl:lab" >/dev/null

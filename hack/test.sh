@@ -2,7 +2,10 @@
 # The project's test command (README): prerequisites (system packages when
 # missing, the test control plane, cached), formatting, vet, staticcheck,
 # then every test of hack/testenv and of the main module, against the real
-# control plane. Extra arguments go to the main module's go test.
+# control plane, then the end-to-end test in the lab (hack/e2e.sh: apply
+# builds a real cluster on real Linux nodes; docs/e2e.md). Extra arguments
+# go to the main module's go test. HYBRIDCTL_E2E=skip skips the lab (for
+# contributors on a machine that cannot run it; CI never sets it).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -64,4 +67,9 @@ status=0
 go -C hack/testenv test -count=1 ./... || status=$?
 go -C hack/lab test -count=1 ./... || status=$?
 go test -count=1 -timeout 30m "$@" ./... || status=$?
+
+echo "== end-to-end (the lab)"
+# Root and systemd-nspawn are required; without them hack/e2e.sh says what
+# is missing and fails (exit 3). Its artifacts are built once and cached.
+hack/e2e.sh || status=$?
 exit "$status"

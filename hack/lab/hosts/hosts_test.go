@@ -428,7 +428,8 @@ func TestRenderedFiles(t *testing.T) {
 		t.Error("reset gets --bundle")
 	}
 	args = strings.Join(lab.NspawnArgs(n), " ")
-	for _, want := range []string{"-M k8s-lab-master-1", "--register=no", "--keep-unit", "--network-bridge=" + lab.Bridge(), "--system-call-filter=add_key keyctl request_key"} {
+	for _, want := range []string{"-M k8s-lab-master-1", "--register=no", "--keep-unit", "--network-bridge=" + lab.Bridge(), "--system-call-filter=add_key keyctl request_key",
+		"--tmpfs=/var/lib/kubelet:mode=0700,size=8G", "--tmpfs=/var/lib/containerd:mode=0711,size=8G"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("nspawn lacks %q: %s", want, args)
 		}

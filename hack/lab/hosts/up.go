@@ -229,13 +229,37 @@ func Up(ctx context.Context, lab *Lab, opts Options) error {
 // caller's cgroup (no machined here: the host's PID 1 is not systemd), with
 // the keyring calls containerd's runc needs allowed.
 func (l *Lab) NspawnArgs(n Node) []string {
-	return []string{
+	args := []string{
 		"-D", l.NodeRoot(n.Name), "-M", n.Name, "-b",
 		"--network-bridge=" + l.Bridge(), "--register=no", "--keep-unit", "--console=read-only",
 		"--system-call-filter=add_key keyctl request_key",
 		"--resolv-conf=off", "--timezone=off", "--link-journal=no",
 	}
+	for _, d := range NodeTmpfs() {
+		args = append(args, "--tmpfs="+d.Path+":mode="+d.Mode+",size="+NodeTmpfsSize)
+	}
+	return args
 }
+
+// NodeTmpfs lists the directories each node gets on a file system of its own
+// (a tmpfs; it holds what is written, no more): the kubelet's root
+// (nodefs) and containerd's (imagefs). The kubelet evicts and taints a
+// node with disk-pressure when its image file system has less than 15%
+// free; on the host's disk that depends on everything else on this machine
+// (the lab's first runs here had 14% free and every node tainted, so no
+// pod scheduled), on a file system of the node's own it depends on the
+// node alone.
+func NodeTmpfs() []struct{ Path, Mode string } {
+	return []struct{ Path, Mode string }{
+		{"/var/lib/kubelet", "0700"},
+		{"/var/lib/containerd", "0711"},
+	}
+}
+
+// NodeTmpfsSize bounds each of NodeTmpfs(): the control plane's images
+// (etcd, the API server, controller manager, scheduler, kube-proxy, CoreDNS,
+// pause, the lab's programs) take under 1 GiB.
+const NodeTmpfsSize = "8G"
 
 // prepareNode copies the tree for n and writes what makes it n: name,
 // address, machine-id, keys, users, the lab CA. It returns n's host key in
