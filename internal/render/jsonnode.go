@@ -154,11 +154,13 @@ func (p *jsonParser) str() (*yaml.Node, error) {
 	}
 	esc := false
 	for j := p.i + 1; j < len(p.b); j++ {
-		switch p.b[j] {
-		case '\\':
+		switch c := p.b[j]; {
+		case c < 0x20:
+			return nil, fmt.Errorf("offset %d: a control character in a string", j)
+		case c == '\\':
 			esc = true
 			j++
-		case '"':
+		case c == '"':
 			raw := p.b[p.i : j+1]
 			p.i = j + 1
 			var s string
