@@ -34,6 +34,9 @@ type Flags struct {
 	Config *genericclioptions.ConfigFlags
 	// Verbosity is -v: from TraceLevel on, each request is traced.
 	Verbosity int
+	// InCluster reads a pod's service-account configuration
+	// (rest.InClusterConfig when nil; a test gives its own).
+	InCluster func() (*rest.Config, error)
 }
 
 // NewFlags returns the flags with hybridctl's defaults.
@@ -111,19 +114,41 @@ func (f *Flags) RESTConfig(trace io.Writer) (*rest.Config, error) {
 		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
 	}
 	server := f.Config.APIServer != nil && *f.Config.APIServer != ""
+	explicit := f.Config.KubeConfig != nil && *f.Config.KubeConfig != ""
 	inCluster := os.Getenv("KUBERNETES_SERVICE_HOST") != ""
-	if len(raw.Clusters) == 0 && !server && !inCluster {
+	var cfg *rest.Config
+	switch {
+	case len(raw.Clusters) == 0 && !server && !explicit && inCluster:
+		// In a pod without a kubeconfig (the in-cluster CSR approver):
+		// its service account. client-go's own fallback does not apply
+		// here: it falls back only when the merged configuration equals
+		// the defaults, and hybridctl's --request-timeout default makes it
+		// differ, so requests went to http://localhost:8080 (found in the
+		// lab).
+		icc := f.InCluster
+		if icc == nil {
+			icc = rest.InClusterConfig
+		}
+		if cfg, err = icc(); err != nil {
+			return nil, fmt.Errorf("loading the in-cluster configuration (service account): %w", err)
+		}
+		if f.Config.Timeout != nil && *f.Config.Timeout != "" && *f.Config.Timeout != "0" {
+			if cfg.Timeout, err = time.ParseDuration(*f.Config.Timeout); err != nil {
+				return nil, fmt.Errorf("--request-timeout %q: %w", *f.Config.Timeout, err)
+			}
+		}
+	case len(raw.Clusters) == 0 && !server:
 		var looked []string
-		if f.Config.KubeConfig != nil && *f.Config.KubeConfig != "" {
+		if explicit {
 			looked = []string{*f.Config.KubeConfig}
 		} else {
 			looked = loader.ConfigAccess().GetLoadingPrecedence()
 		}
 		return nil, &NoKubeconfigError{Looked: looked}
-	}
-	cfg, err := f.Config.ToRESTConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	default:
+		if cfg, err = f.Config.ToRESTConfig(); err != nil {
+			return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+		}
 	}
 	timeout := cfg.Timeout
 	if timeout <= 0 {
