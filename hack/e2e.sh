@@ -312,9 +312,11 @@ set -e
 events <"$out/reset.json"
 check "reset completes (exit $rc)" test "$rc" = 0
 for n in $names; do
+	# What is left is printed, so a failure says what.
 	# shellcheck disable=SC2016 # runs on the node
 	check "$n clean after reset: no kubelet, no containers, nothing in /etc/kubernetes" node_ssh "$n" \
-		'! pgrep -x kubelet >/dev/null && [ -z "$(find /etc/kubernetes -type f 2>/dev/null)" ] && [ -z "$(ctr -n k8s.io containers ls -q 2>/dev/null)" ]'
+		'left="$(pgrep -ax kubelet; find /etc/kubernetes -type f 2>/dev/null; ctr -n k8s.io containers ls 2>/dev/null | tail -n +2)"
+		[ -z "$left" ] || { printf "left on %s:\n%s\n" "$(hostname)" "$left" >&2; exit 1; }'
 done
 
 stage "lab down"
