@@ -231,3 +231,26 @@ func expectStr(t *testing.T, what, got, want string) {
 		t.Errorf("%s = %q, want %q", what, got, want)
 	}
 }
+
+// TestDiagramControlPlaneOnly: a cluster of one control-plane node (a
+// valid spec) draws its box with no connector to workers hanging below it.
+func TestDiagramControlPlaneOnly(t *testing.T) {
+	b, err := os.ReadFile("../../examples/lab-linux.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(b)
+	i := strings.Index(src, "  - name: k8s-lab-node-1")
+	j := strings.Index(src[i:], "address: 192.168.10.26\n")
+	if i < 0 || j < 0 {
+		t.Fatal("examples/lab-linux.yaml changed: no worker block to cut")
+	}
+	p := derive(t, "cp-only.yaml", []byte(src[:i]+src[i+j+len("address: 192.168.10.26\n"):]))
+	d := p.Diagram()
+	if !strings.Contains(d, "k8s-lab-master-1 192.168.10.23") || strings.Contains(d, "k8s-lab-node") {
+		t.Fatalf("diagram:\n%s", d)
+	}
+	if strings.ContainsAny(d, "┬┴") {
+		t.Errorf("a connector to workers that do not exist:\n%s", d)
+	}
+}

@@ -299,3 +299,72 @@ func TestVariantHelper(t *testing.T) {
 		t.Fatalf("the unmodified base has errors: %v", fmt.Sprint(r.Diagnostics))
 	}
 }
+
+// TestSpecSizeLimit: a spec file of exactly MaxSpecBytes is read whole; one
+// byte more is refused, naming the file and the limit.
+func TestSpecSizeLimit(t *testing.T) {
+	base := variant(t, nil)
+	dir := t.TempDir()
+	write := func(name string, size int) string {
+		t.Helper()
+		pad := size - len(base) - 1
+		if pad < 2 {
+			t.Fatalf("the lab spec is %d bytes, no room for padding", len(base))
+		}
+		// A trailing comment pads the file to the size wanted.
+		b := append(append(append([]byte{}, base...), '#'), strings.Repeat("x", pad)...)
+		path := dir + "/" + name
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	at := write("at.yaml", MaxSpecBytes)
+	r, err := LoadFile(t.Context(), at)
+	if err != nil {
+		t.Fatalf("a spec of exactly %d bytes: %v", MaxSpecBytes, err)
+	}
+	if r.Cluster == nil || len(r.Diagnostics.Errors()) != 0 {
+		t.Fatalf("a spec of exactly %d bytes was not read whole: %v", MaxSpecBytes, r.Diagnostics)
+	}
+	over := write("over.yaml", MaxSpecBytes+1)
+	_, err = LoadFile(t.Context(), over)
+	if err == nil || !strings.Contains(err.Error(), over) || !strings.Contains(err.Error(), "larger than "+strconv.Itoa(MaxSpecBytes)+" bytes") {
+		t.Fatalf("a spec of %d bytes: %v", MaxSpecBytes+1, err)
+	}
+}
+
+// TestDiagnosticOrderAndFormat: diagnostics read top to bottom (line, then
+// path, then message), and a diagnostic without a line names only its file.
+func TestDiagnosticOrderAndFormat(t *testing.T) {
+	ds := Diagnostics{
+		{Line: 9, Path: "spec.a", Message: "a"},
+		{Line: 3, Path: "spec.b", Message: "b"},
+		{Line: 3, Path: "spec.a", Message: "z"},
+		{Line: 3, Path: "spec.a", Message: "c", Rule: "S1"},
+		{Line: 10, Path: "spec.0", Message: "0"},
+		{Line: 3, Path: "spec.a", Message: "c", Rule: "S2"},
+	}
+	ds.sort()
+	var got []string
+	for _, d := range ds {
+		got = append(got, strings.TrimSpace(fmt.Sprintf("%d %s %s %s", d.Line, d.Path, d.Message, d.Rule)))
+	}
+	// Equal places and messages keep their order (the sort is stable).
+	want := "3 spec.a c S1|3 spec.a c S2|3 spec.a z|3 spec.b b|9 spec.a a|10 spec.0 0"
+	if strings.Join(got, "|") != want {
+		t.Errorf("order %q, want %q", strings.Join(got, "|"), want)
+	}
+	for _, c := range []struct {
+		d    Diagnostic
+		want string
+	}{
+		{Diagnostic{File: "c.yaml", Line: 0, Path: "spec", Message: "m"}, "c.yaml: spec: m"},
+		{Diagnostic{File: "c.yaml", Line: 1, Path: "spec", Message: "m"}, "c.yaml:1: spec: m"},
+		{Diagnostic{File: "c.yaml", Line: 2, Severity: SeverityWarning, Message: "m", Rule: "S101", Name: "n"}, "c.yaml:2: warning: m [S101 n]"},
+	} {
+		if got := c.d.String(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.d, got, c.want)
+		}
+	}
+}
