@@ -679,3 +679,48 @@ func TestApplyWithRetryDisagreeingReview(t *testing.T) {
 		t.Fatalf("API shows %s (%s): a decision was written although the new review disagrees", got, msg)
 	}
 }
+
+// TestListPendingOldestFirst: pending requests come oldest first, not by
+// name: order-z, created a second before order-a, is listed before it (the
+// API server stamps creation in whole seconds).
+func TestListPendingOldestFirst(t *testing.T) {
+	env := testenv.Get(t)
+	ctx := t.Context()
+	admin := clientFor(t, env.AdminConfig())
+	create := func(name string) metav1.Time {
+		t.Helper()
+		c, err := admin.CertificatesV1().CertificateSigningRequests().Create(ctx, &certv1.CertificateSigningRequest{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       certv1.CertificateSigningRequestSpec{Request: nodeReq("k8s-lab-node-1", "192.168.10.24").build(t), SignerName: SignerName, Usages: kubeletUsages},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.CreationTimestamp
+	}
+	first := create("order-z")
+	// Wait for the next second on the server's clock (bounded by the test's
+	// own deadline: the clock moves on).
+	for {
+		time.Sleep(300 * time.Millisecond)
+		if second := create("order-probe"); second.After(first.Time) {
+			_ = admin.CertificatesV1().CertificateSigningRequests().Delete(ctx, "order-probe", metav1.DeleteOptions{})
+			break
+		}
+		if err := admin.CertificatesV1().CertificateSigningRequests().Delete(ctx, "order-probe", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create("order-a")
+	pending, err := ListPending(ctx, admin, []string{"order-a", "order-z"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range pending {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, " ") != "order-z order-a" {
+		t.Errorf("pending %v, want the older order-z first", names)
+	}
+}
