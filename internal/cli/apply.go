@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/hybridctl/hybridctl/internal/kubeconfig"
 	"github.com/hybridctl/hybridctl/internal/plan"
@@ -19,6 +18,7 @@ import (
 	"github.com/hybridctl/hybridctl/internal/provision/preflight"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/spec"
+	"github.com/hybridctl/hybridctl/internal/termcolor"
 )
 
 // provisionFlags are the flags apply and reset share.
@@ -107,18 +107,14 @@ func (sess *session) reporterFor(f *provisionFlags, out io.Writer, phases []prov
 	}
 	r := provision.NewTextReporter(out, phases, sess.hosts)
 	r.Verb = verb
-	if isTerminal(out) && os.Getenv("TERM") != "dumb" {
+	if termcolor.Auto(out, os.Getenv).Enabled() {
 		// A live view: running steps with their elapsed time below the
-		// progress lines. Logs and pipes get the plain lines.
+		// progress lines. Logs, pipes, TERM=dumb and NO_COLOR get the
+		// plain lines: the view's cursor movements are escape codes as
+		// colours are, and whoever sets NO_COLOR asked for none.
 		return provision.NewLiveReporter(out, r)
 	}
 	return r
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // exitFor maps an engine result to the exit-code contract: unknown phases

@@ -3,12 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hybridctl/hybridctl/examples"
+	"github.com/hybridctl/hybridctl/internal/provision"
 	"github.com/hybridctl/hybridctl/internal/testutil/pty"
 )
 
@@ -99,5 +101,42 @@ func TestColorOnTerminalsOnly(t *testing.T) {
 		if so, _ := runOn(t, []string{"lint", "testdata/lint-sample.yaml", "-o", f}, true, false); strings.Contains(so, esc) || !strings.Contains(so, "HC") {
 			t.Errorf("lint -o %s on a terminal: %q", f, so)
 		}
+	}
+}
+
+// TestLiveViewOnTerminalsOnly: apply and reset draw their live view (a
+// status block redrawn with cursor movements) only on a terminal, and
+// never with NO_COLOR set (any non-empty value) or TERM=dumb: those get
+// the plain progress lines, as a pipe does.
+func TestLiveViewOnTerminalsOnly(t *testing.T) {
+	sess := &session{}
+	live := func(out io.Writer, env map[string]string) bool {
+		t.Helper()
+		for k, v := range env {
+			t.Setenv(k, v)
+		}
+		r := sess.reporterFor(&provisionFlags{output: "text"}, out, nil, "apply")
+		l, ok := r.(*provision.LiveReporter)
+		if ok {
+			l.Close()
+		}
+		return ok
+	}
+	tty := pty.Open(t).TTY
+	if !live(tty, map[string]string{"NO_COLOR": "", "TERM": "xterm-256color"}) {
+		t.Errorf("no live view on a terminal")
+	}
+	for _, env := range []map[string]string{
+		{"NO_COLOR": "1", "TERM": "xterm-256color"},
+		{"NO_COLOR": "false", "TERM": "xterm-256color"},
+		{"NO_COLOR": "", "TERM": "dumb"},
+	} {
+		if live(tty, env) {
+			t.Errorf("%v: a live view on a terminal", env)
+		}
+	}
+	var buf bytes.Buffer
+	if live(&buf, map[string]string{"NO_COLOR": "", "TERM": "xterm-256color"}) {
+		t.Errorf("a live view on a pipe")
 	}
 }
