@@ -38,6 +38,23 @@ func (s Severity) Rank() int {
 	return 0
 }
 
+// CountSeverities counts items by severity: errors, warnings, and
+// everything else as info (the summaries of doctor, lint and node
+// diagnose).
+func CountSeverities[T any](items []T, severity func(T) Severity) (errors, warnings, info int) {
+	for _, it := range items {
+		switch severity(it) {
+		case Error:
+			errors++
+		case Warning:
+			warnings++
+		default:
+			info++
+		}
+	}
+	return errors, warnings, info
+}
+
 // Doc is a check's catalogue entry.
 type Doc struct {
 	ID       string   `json:"id"`

@@ -24,16 +24,7 @@ type Summary struct {
 // Summarize counts r.
 func Summarize(r *Result) Summary {
 	s := Summary{Checks: r.Ran, Skipped: len(r.Skipped), Nodes: len(r.Nodes), Unreachable: len(r.Unreached())}
-	for _, f := range r.Findings {
-		switch f.Severity {
-		case checks.Error:
-			s.Errors++
-		case checks.Warning:
-			s.Warnings++
-		default:
-			s.Info++
-		}
-	}
+	s.Errors, s.Warnings, s.Info = checks.CountSeverities(r.Findings, func(f Finding) checks.Severity { return f.Severity })
 	return s
 }
 

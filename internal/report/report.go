@@ -53,16 +53,7 @@ func Summarize(r *checks.Result, objects int) Summary {
 			s.InputWarnings++
 		}
 	}
-	for _, f := range r.Findings {
-		switch f.Severity {
-		case checks.Error:
-			s.Errors++
-		case checks.Warning:
-			s.Warnings++
-		default:
-			s.Info++
-		}
-	}
+	s.Errors, s.Warnings, s.Info = checks.CountSeverities(r.Findings, func(f checks.Finding) checks.Severity { return f.Severity })
 	return s
 }
 
