@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -252,5 +253,59 @@ func TestDiagramControlPlaneOnly(t *testing.T) {
 	}
 	if strings.ContainsAny(d, "┬┴") {
 		t.Errorf("a connector to workers that do not exist:\n%s", d)
+	}
+}
+
+// TestNATOutgoing: natOutgoing false reaches the plan as false; left out,
+// it is Calico's default, true.
+func TestNATOutgoing(t *testing.T) {
+	b, err := os.ReadFile("../../examples/lab-linux.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(b)
+	if !strings.Contains(src, "    natOutgoing: true\n") {
+		t.Fatal("examples/lab-linux.yaml changed: no natOutgoing: true line")
+	}
+	for _, c := range []struct {
+		line string
+		want bool
+	}{{"    natOutgoing: false\n", false}, {"", true}, {"    natOutgoing: true\n", true}} {
+		p := derive(t, "nat.yaml", []byte(strings.Replace(src, "    natOutgoing: true\n", c.line, 1)))
+		if p.PodNetwork.NATOutgoing != c.want {
+			t.Errorf("%q: NATOutgoing %v, want %v", c.line, p.PodNetwork.NATOutgoing, c.want)
+		}
+	}
+}
+
+// TestDiagramLoneBoxInLastRow: five workers make a row of four and a row of
+// one; the lone box hangs off the bus with a straight │, not a corner.
+func TestDiagramLoneBoxInLastRow(t *testing.T) {
+	b, err := os.ReadFile("../../examples/lab-linux.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(b)
+	var more strings.Builder
+	for i := 3; i <= 5; i++ {
+		fmt.Fprintf(&more, "  - name: k8s-lab-node-%d\n    role: worker\n    os: linux\n    address: 192.168.10.%d\n", i, 30+i)
+	}
+	anchor := "    address: 192.168.10.26\n"
+	if !strings.Contains(src, anchor) {
+		t.Fatal("examples/lab-linux.yaml changed: no node-2 address line")
+	}
+	d := derive(t, "five.yaml", []byte(strings.Replace(src, anchor, anchor+more.String(), 1))).Diagram()
+	lines := strings.Split(d, "\n")
+	last := -1
+	for i, l := range lines {
+		if strings.Contains(l, "k8s-lab-node-5") {
+			last = i
+		}
+	}
+	if last < 2 || strings.Contains(lines[last], "k8s-lab-node-4") {
+		t.Fatalf("node-5 is not alone in a row:\n%s", d)
+	}
+	if bus := strings.TrimSpace(lines[last-2]); bus != "│" {
+		t.Errorf("the lone box's bus is %q, want │:\n%s", bus, d)
 	}
 }
