@@ -343,18 +343,22 @@ func TestMisIndentedKeyLine(t *testing.T) {
 		t.Fatalf("examples/lab.yaml has no line %q", s)
 		return 0
 	}
-	for _, c := range []struct{ line, bad string }{
-		{"    encapsulation: VXLAN", "      encapsulation: VXLAN"},
-		{"    encapsulation: VXLAN", "   encapsulation: VXLAN"},
-		{"    encapsulation: VXLAN", "     encapsulation: VXLAN"},
-		{"    address: 192.168.10.26", "      address: 192.168.10.26"},
-		{"    address: 192.168.10.25", "       address: 192.168.10.25"},
+	for _, c := range []struct{ line, bad, msg string }{
+		{"    encapsulation: VXLAN", "      encapsulation: VXLAN", "this line is indented 6 spaces, which matches no enclosing level (the line before it is at 4 and opens no block)"},
+		{"    encapsulation: VXLAN", "   encapsulation: VXLAN", "this line is indented 3 spaces, which matches no enclosing level (enclosing levels are at 0, 2 spaces)"},
+		{"    encapsulation: VXLAN", "     encapsulation: VXLAN", "this line is indented 5 spaces, which matches no enclosing level (the line before it is at 4 and opens no block)"},
+		{"    address: 192.168.10.26", "      address: 192.168.10.26", "this line is indented 6 spaces, which matches no enclosing level (the line before it is at 4 and opens no block)"},
+		{"    address: 192.168.10.25", "       address: 192.168.10.25", "this line is indented 7 spaces, which matches no enclosing level (the line before it is at 4 and opens no block)"},
+		// A comment after a key and a quoted value with " #" in it are
+		// not read as structure.
+		{"    encapsulation: VXLAN", "    encapsulation: VXLAN # \"quoted\" comment\n      bgp: Disabled", "this line is indented 6 spaces"},
 	} {
 		i := find(c.line)
 		src := append(append(append([]string{}, lines[:i]...), c.bad), lines[i+1:]...)
 		r := Parse("lab.yaml", []byte(strings.Join(src, "\n")))
-		if len(r.Diagnostics) != 1 || r.Diagnostics[0].Line != i+1 {
-			t.Errorf("%q on line %d: got\n%s", c.bad, i+1, diagText(r.Diagnostics))
+		want := i + 1 + strings.Count(c.bad, "\n")
+		if len(r.Diagnostics) != 1 || r.Diagnostics[0].Line != want || !strings.Contains(r.Diagnostics[0].Message, c.msg) {
+			t.Errorf("%q on line %d: got\n%s\nwant %q", c.bad, want, diagText(r.Diagnostics), c.msg)
 		}
 	}
 }
