@@ -90,6 +90,9 @@ func TestCheckRequester(t *testing.T) {
 		{"node name without group", good(func(_ *req, c *csrObj) { c.groups = []string{"system:authenticated"} }), Fail, "not in group system:nodes"},
 		{"empty node name", good(func(_ *req, c *csrObj) { c.user = NodeUserPrefix }), Fail, "not a node"},
 		{"bad node name", good(func(_ *req, c *csrObj) { c.user = NodeUserPrefix + "Node_1" }), Fail, "DNS subdomain"},
+		// A DNS label holds 63 characters: one more is refused.
+		{"node name label of 63", good(func(_ *req, c *csrObj) { c.user = NodeUserPrefix + strings.Repeat("a", 63) + ".lab" }), Pass, ""},
+		{"node name label of 64", good(func(_ *req, c *csrObj) { c.user = NodeUserPrefix + strings.Repeat("a", 64) + ".lab" }), Fail, "DNS subdomain"},
 		{"service account", good(func(_ *req, c *csrObj) {
 			c.user, c.groups = "system:serviceaccount:kube-system:x", []string{"system:serviceaccounts", NodesGroup}
 		}), Fail, "not a node"},
