@@ -183,6 +183,15 @@ func TestResetLinuxOverSSH(t *testing.T) {
 	c, srv := loopback(t, nil)
 	srv.Shim("kubeadm", "#!/bin/sh\nprintf 'kubeadm %s\\n' \"$*\" >> \"$SHIM_DIR/calls\"\n")
 	srv.Shim("rm", "#!/bin/sh\nprintf 'rm %s\\n' \"$*\" >> \"$SHIM_DIR/calls\"\n")
+	// containerd still holds a running task and two containers after
+	// kubeadm reset: the task is deleted by force, both containers removed.
+	srv.Shim("ctr", `#!/bin/sh
+printf 'ctr %s\n' "$*" >> "$SHIM_DIR/calls"
+case "$*" in
+"-n k8s.io tasks ls -q") echo task-a ;;
+"-n k8s.io containers ls -q") printf 'task-a\nctr-b\n' ;;
+esac
+`)
 	d := Deps{Hosts: labHosts()[:2], Connect: func(context.Context, string) (*transport.Client, error) { return c, nil }}
 	phases := ResetPhases(d, time.Minute)
 	var reset provision.Phase
@@ -200,8 +209,21 @@ func TestResetLinuxOverSSH(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(calls) != "kubeadm reset -f\nrm -rf /etc/cni/net.d/*\n" {
-		t.Errorf("calls:\n%s", calls)
+	want := "kubeadm reset -f\nrm -rf /etc/cni/net.d/*\nctr version\nctr -n k8s.io tasks ls -q\nctr -n k8s.io tasks delete -f task-a\n" +
+		"ctr -n k8s.io containers ls -q\nctr -n k8s.io containers rm task-a ctr-b\n"
+	if string(calls) != want {
+		t.Errorf("calls:\n%s\nwant:\n%s", calls, want)
+	}
+	// Nothing left in containerd: nothing removed.
+	if err := os.Remove(filepath.Join(srv.Dir, "calls")); err != nil {
+		t.Fatal(err)
+	}
+	srv.Shim("ctr", "#!/bin/sh\nprintf 'ctr %s\\n' \"$*\" >> \"$SHIM_DIR/calls\"\n")
+	if err := reset.Run(ctx, labHosts()[1]); err != nil {
+		t.Fatal(err)
+	}
+	if calls, _ := os.ReadFile(filepath.Join(srv.Dir, "calls")); strings.Contains(string(calls), "containers rm") || strings.Contains(string(calls), "tasks delete") {
+		t.Errorf("removed something from an empty containerd:\n%s", calls)
 	}
 	cmds := srv.Commands()
 	if !strings.HasPrefix(cmds[len(cmds)-1], "sudo -n -- sh -c ") {

@@ -14,8 +14,17 @@ import (
 // The guide's teardown commands.
 const (
 	// linuxResetScript runs under sudo: the glob is expanded by root's
-	// shell (/etc/cni/net.d is closed to ordinary users).
-	linuxResetScript = "kubeadm reset -f\nrm -rf /etc/cni/net.d/*"
+	// shell (/etc/cni/net.d is closed to ordinary users). kubeadm reset
+	// removes the pods it finds through the CRI; what containerd still
+	// holds in Kubernetes' namespace after that (containers whose pods
+	// the CRI lost, as after a containerd restart: found in the lab) is
+	// killed and removed with ctr, so the host is left without containers.
+	linuxResetScript = "kubeadm reset -f\nrm -rf /etc/cni/net.d/*\n" +
+		"if command -v ctr >/dev/null 2>&1 && ctr version >/dev/null 2>&1; then\n" +
+		"\tfor id in $(ctr -n k8s.io tasks ls -q); do ctr -n k8s.io tasks delete -f \"$id\" >/dev/null 2>&1 || true; done\n" +
+		"\tids=$(ctr -n k8s.io containers ls -q)\n" +
+		"\tif [ -n \"$ids\" ]; then ctr -n k8s.io containers rm $ids; fi\n" +
+		"fi"
 	// checks: is there anything to reset? On Windows also HNS networks
 	// other than the Containers feature's own nat network: a reset whose
 	// final step never ran is finished by the next one.
@@ -88,7 +97,7 @@ func (p *hostReset) Title() string                               { return p.titl
 func (p *hostReset) Targets(h []provision.Host) []provision.Host { return p.on(h) }
 func (p *hostReset) Waits() []string                             { return p.after }
 func (p *hostReset) Description() string {
-	return "kubeadm reset -f and remove the CNI configuration; on Windows the CNI configuration first, then kubeadm reset, then the HNS networks and a reboot as one detached step"
+	return "kubeadm reset -f and remove the CNI configuration and any container kubeadm reset left in containerd; on Windows the CNI configuration first, then kubeadm reset, then the HNS networks and a reboot as one detached step"
 }
 
 func script(h provision.Host) string {
