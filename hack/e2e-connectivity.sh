@@ -12,7 +12,7 @@
 # 1 and leave nothing behind.
 #
 #   hack/e2e-connectivity.sh --hybridctl BIN --kubeconfig FILE --context NAME \
-#       --image IMAGE [--kubectl BIN] [--out DIR] [--ready-timeout 5m]
+#       --image IMAGE [--dns-domain DOMAIN] [--kubectl BIN] [--out DIR] [--ready-timeout 5m]
 #
 # IMAGE is the lab's hello as the cluster pulls it (hack/e2e.sh has it as
 # $hello_image, from the demo Deployment). --out keeps connectivity.json,
@@ -20,8 +20,8 @@
 # Exit 0 passed, 1 an assertion failed, 2 usage, 3 could not run.
 set -euo pipefail
 
-usage="usage: hack/e2e-connectivity.sh --hybridctl BIN --kubeconfig FILE --context NAME --image IMAGE [--kubectl BIN] [--out DIR] [--ready-timeout DURATION]"
-hybridctl="" kubeconfig="" context="" image="" kubectl_bin=kubectl out="" ready=5m
+usage="usage: hack/e2e-connectivity.sh --hybridctl BIN --kubeconfig FILE --context NAME --image IMAGE [--dns-domain DOMAIN] [--kubectl BIN] [--out DIR] [--ready-timeout DURATION]"
+hybridctl="" kubeconfig="" context="" image="" kubectl_bin=kubectl out="" ready=5m domain=cluster.local
 while [ $# -gt 0 ]; do
 	[ $# -ge 2 ] || { echo "e2e-connectivity: $1 needs a value ($usage)" >&2; exit 2; }
 	case "$1" in
@@ -29,6 +29,7 @@ while [ $# -gt 0 ]; do
 	--kubeconfig) kubeconfig=$2 ;;
 	--context) context=$2 ;;
 	--image) image=$2 ;;
+	--dns-domain) domain=$2 ;;
 	--kubectl) kubectl_bin=$2 ;;
 	--out) out=$2 ;;
 	--ready-timeout) ready=$2 ;;
@@ -62,7 +63,7 @@ check() { # check DESCRIPTION COMMAND...
 # wait for images to be pulled on first use.
 rc=0
 "$hybridctl" check connectivity --kubeconfig "$kubeconfig" --context "$context" \
-	--linux-image "$image" --probe-kit hello --ready-timeout "$ready" --timeout 15m \
+	--linux-image "$image" --probe-kit hello --dns-domain "$domain" --ready-timeout "$ready" --timeout 15m \
 	-n "$ns" -o json >"$out/connectivity.json" 2>"$out/connectivity.log" || rc=$?
 jq -r '.tests[] | [.name, .from, .to, .result, (.reason // "")] | @tsv' "$out/connectivity.json" >"$out/connectivity.txt" 2>/dev/null || true
 if ! jq -e '.tests | length > 0' "$out/connectivity.json" >/dev/null 2>&1; then
@@ -109,7 +110,7 @@ faulty() {
 	local name=$1 trigger=$2 action=$3
 	shift 3
 	"$hybridctl" check connectivity --kubeconfig "$kubeconfig" --context "$context" \
-		--linux-image "$image" --probe-kit hello --ready-timeout "$ready" --timeout 15m \
+		--linux-image "$image" --probe-kit hello --dns-domain "$domain" --ready-timeout "$ready" --timeout 15m \
 		-n "$ns" -o json "$@" >"$out/$name.json" 2>"$out/$name.log" &
 	local pid=$! fired=0
 	for _ in $(seq 3000); do

@@ -263,7 +263,7 @@ check "second apply finishes fast (${took}s, at most 120s)" test "$took" -le 120
 stage "hybridctl check connectivity over the lab's pod network (docs/connectivity.md)"
 check "check connectivity: every Linux test passes; a broken Service and a deleted probe pod fail clearly" \
 	hack/e2e-connectivity.sh --hybridctl "$hybridctl" --kubeconfig "$kubeconfig" --context "$cluster" \
-	--image "$hello_image" --kubectl "$kubectl_bin" --out "$out/connectivity"
+	--image "$hello_image" --dns-domain "$domain" --kubectl "$kubectl_bin" --out "$out/connectivity"
 
 stage "hybridctl node diagnose on nodes broken on purpose (docs/node.md)"
 check "node diagnose finds and names each broken thing" \
