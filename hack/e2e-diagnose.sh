@@ -108,6 +108,15 @@ if [ -z "$node" ] || [ -z "$other" ]; then
 	exit 3
 fi
 other_addr=$(node_addr "$other")
+# Addresses made up for the test come from the spec's pod network (a /16 or
+# wider), so the checks see them as pod routes and blocks: the first two
+# octets, then 250.0/24 for a stale route, 240.x/26 for hand-made blocks.
+pod_cidr=$(jq -r .podNetwork.cidr <<<"$plan")
+if [ "${pod_cidr#*/}" -gt 16 ]; then
+	echo "e2e-diagnose: the pod network $pod_cidr is narrower than /16; the test's made-up routes need a /16" >&2
+	exit 3
+fi
+pod16=$(cut -d. -f1-2 <<<"$pod_cidr")
 other_cidr=$(kubectl get node "$other" -o jsonpath='{.spec.podCIDR}')
 [ -n "$other_cidr" ] || { echo "e2e-diagnose: $other has no spec.podCIDR" >&2; exit 3; }
 
@@ -166,7 +175,7 @@ diagnose cni-back "$node" --checks cni-config
 check "CNI configuration back: no finding" rc_is cni-back 0
 
 say "3. the route to $other's pod network ($other_cidr) removed on $node, a stale one added"
-stale=172.21.250.0/24
+stale=$pod16.250.0/24 # in the pod network, no node's
 node_ssh "$node" "ip route del $other_cidr && ip route add $stale via $other_addr proto 201"
 restore+=("node_ssh $node 'ip route del $stale; ip route replace $other_cidr via $other_addr proto 201'")
 diagnose route "$node" --checks overlay-cross-check
@@ -221,8 +230,8 @@ else
 	i=0
 	declare -A blk tun mac adr
 	for n in $linux; do
-		blk[$n]="172.21.240.$((i * 64))/26"
-		tun[$n]="172.21.240.$((i * 64))"
+		blk[$n]="$pod16.240.$((i * 64))/26"
+		tun[$n]="$pod16.240.$((i * 64))"
 		mac[$n]="66:00:00:e2:e2:0$i"
 		adr[$n]=$(node_addr "$n")
 		i=$((i + 1))
