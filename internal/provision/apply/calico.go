@@ -187,31 +187,19 @@ func (p *calicoReadyPhase) Run(ctx context.Context, _ provision.Host) error {
 	if err != nil {
 		return err
 	}
-	// The deadline is checked between reads, never inside one: every run
-	// reads the state at least once (a slow first LIST under load is not
-	// "not ready"), and cancellation still ends it at once.
-	deadline := time.Now().Add(p.timeout)
-	var pending []string
-	for {
+	pending, err := waitUntil(ctx, p.timeout, p.poll, func(ctx context.Context) (bool, string) {
 		list, err := a.dyn.Resource(tigeraStatus).List(ctx, metav1.ListOptions{})
-		switch {
-		case err == nil:
-			if pending = notReady(list.Items, p.required()); len(pending) == 0 {
-				return nil
-			}
-		case ctx.Err() != nil:
-			return fmt.Errorf("waiting for calico: %w", ctx.Err())
-		default:
-			pending = []string{"listing TigeraStatus: " + err.Error()}
+		if err != nil {
+			return false, "listing TigeraStatus: " + err.Error()
 		}
-		wait := time.Until(deadline)
-		if wait <= 0 {
-			return fmt.Errorf("calico not ready after %s: %s", p.timeout, strings.Join(pending, "; "))
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for calico: %w", ctx.Err())
-		case <-time.After(min(p.poll, wait)):
-		}
+		pending := notReady(list.Items, p.required())
+		return len(pending) == 0, strings.Join(pending, "; ")
+	})
+	switch {
+	case err == errWaitTimedOut:
+		return fmt.Errorf("calico not ready after %s: %s", p.timeout, pending)
+	case err != nil:
+		return fmt.Errorf("waiting for calico: %w", err)
 	}
+	return nil
 }

@@ -54,31 +54,20 @@ func (p *corednsRestartPhase) Run(ctx context.Context, _ provision.Host) error {
 	if _, err := deployments.Patch(ctx, "coredns", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 		return fmt.Errorf("restarting kube-system/coredns: %w", err)
 	}
-	deadline := time.Now().Add(p.timeout)
-	for {
+	state, err := waitUntil(ctx, p.timeout, p.poll, func(ctx context.Context) (bool, string) {
 		d, err := deployments.Get(ctx, "coredns", metav1.GetOptions{})
-		var state string
-		switch {
-		case err == nil:
-			var done bool
-			if done, state = rolledOut(d); done {
-				return nil
-			}
-		case ctx.Err() != nil:
-			return fmt.Errorf("waiting for kube-system/coredns: %w", ctx.Err())
-		default:
-			state = err.Error()
+		if err != nil {
+			return false, err.Error()
 		}
-		wait := time.Until(deadline)
-		if wait <= 0 {
-			return fmt.Errorf("kube-system/coredns restarted but not rolled out after %s: %s (kubectl -n kube-system describe deployment coredns)", p.timeout, state)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for kube-system/coredns: %w", ctx.Err())
-		case <-time.After(min(p.poll, wait)):
-		}
+		return rolledOut(d)
+	})
+	switch {
+	case err == errWaitTimedOut:
+		return fmt.Errorf("kube-system/coredns restarted but not rolled out after %s: %s (kubectl -n kube-system describe deployment coredns)", p.timeout, state)
+	case err != nil:
+		return fmt.Errorf("waiting for kube-system/coredns: %w", err)
 	}
+	return nil
 }
 
 // rolledOut is `kubectl rollout status`'s test for a Deployment: the

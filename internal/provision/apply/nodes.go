@@ -101,32 +101,21 @@ func (p *nodesReadyPhase) Run(ctx context.Context, _ provision.Host) error {
 	if err != nil {
 		return err
 	}
-	// As in calico-ready: the deadline is checked between reads, so every
-	// run reads the nodes at least once, and cancellation ends it at once.
-	deadline := time.Now().Add(p.timeout)
-	var pending []string
-	for {
+	pending, err := waitUntil(ctx, p.timeout, p.poll, func(ctx context.Context) (bool, string) {
 		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		switch {
-		case err == nil:
-			if pending = notReadyNodes(list.Items, want); len(pending) == 0 {
-				return nil
-			}
-		case ctx.Err() != nil:
-			return fmt.Errorf("waiting for the nodes: %w", ctx.Err())
-		default:
-			pending = []string{"listing Nodes: " + err.Error()}
+		if err != nil {
+			return false, "listing Nodes: " + err.Error()
 		}
-		wait := time.Until(deadline)
-		if wait <= 0 {
-			return fmt.Errorf("not Ready after %s: %s (a node stays NotReady until the pod network runs on it: kubectl describe node NAME)", p.timeout, strings.Join(pending, "; "))
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the nodes: %w", ctx.Err())
-		case <-time.After(min(p.poll, wait)):
-		}
+		pending := notReadyNodes(list.Items, want)
+		return len(pending) == 0, strings.Join(pending, "; ")
+	})
+	switch {
+	case err == errWaitTimedOut:
+		return fmt.Errorf("not Ready after %s: %s (a node stays NotReady until the pod network runs on it: kubectl describe node NAME)", p.timeout, pending)
+	case err != nil:
+		return fmt.Errorf("waiting for the nodes: %w", err)
 	}
+	return nil
 }
 
 // RunsOn labels the phase in apply --help and docs/apply.md: its targets
