@@ -193,6 +193,19 @@ func TestDerivedNumbers(t *testing.T) {
 			expectStr(t, "operator URL", p.Calico.OperatorManifestURL, "https://raw.githubusercontent.com/projectcalico/calico/v3.33.0/manifests/tigera-operator.yaml")
 			expectStr(t, "windows dataplane", p.Calico.WindowsDataplane, "HNS")
 		}},
+		// An API port equal to a fixed one (here Typha's) keeps both rows, in
+		// the order they are listed: the sort is stable.
+		{"API port shared with Typha", edit("k8s-lab-api.example.com:6443", "k8s-lab-api.example.com:5473"), func(t *testing.T, p *Plan) {
+			var got []string
+			for _, port := range p.Ports {
+				if port.Port == 5473 {
+					got = append(got, port.Purpose)
+				}
+			}
+			if len(got) != 2 || got[0] != "kube-apiserver" || !strings.HasPrefix(got[1], "Calico Typha") {
+				t.Errorf("port 5473 rows = %q, want kube-apiserver then Calico Typha", got)
+			}
+		}},
 		{"no DNS suffix", edit("    dnsSuffix: example.com\n", ""), func(t *testing.T, p *Plan) {
 			expectStr(t, "fqdn", p.Nodes[0].FQDN, "k8s-lab-master-1")
 			if len(p.APIServer.CertSANs) != 1 {
