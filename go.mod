@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/distribution/reference v0.6.0
+	github.com/go-json-experiment/json v1.27.2
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10

@@ -3,8 +3,11 @@ package snapshot
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -157,8 +160,21 @@ func (s *Snapshot) AddKind(k Kind, apiVersion, kind string, data []byte, src Sou
 	return e.decode(s, k, data, identity{apiVersion, kind, src})
 }
 
-// decodeJSON decodes data into v; a type error names the field.
+// decodeJSON decodes data into v (a pointer to a zero value); a type
+// error names the field. It decodes with github.com/go-json-experiment/json
+// (the Go project's encoding/json/v2, which encoding/json itself runs on
+// under GOEXPERIMENT=jsonv2) set to encoding/json's semantics: about twice
+// as fast, mostly because it does not scan the whole input once before
+// decoding it. On any error, v is zeroed and decoded again with
+// encoding/json, so errors and what a failed document stores are
+// encoding/json's. TestDecodeJSONSame, TestDecodeJSONRepository and
+// FuzzDecodeJSON check that decodeJSON gives encoding/json's value and
+// error.
 func decodeJSON(data []byte, v any) error {
+	if jsonv2.Unmarshal(data, v, jsonv1.DefaultOptionsV1()) == nil {
+		return nil
+	}
+	reflect.ValueOf(v).Elem().SetZero()
 	if err := json.Unmarshal(data, v); err != nil {
 		return fieldError(err)
 	}
