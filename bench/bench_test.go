@@ -44,13 +44,48 @@ func sizes(b *testing.B) (nodes, pods int) {
 }
 
 // cluster writes the synthetic cluster (bench/gen) into a temporary
-// directory and returns it.
+// directory and returns it. The directory is removed when the benchmark
+// ends, and by the next run when this one was killed (its owner process
+// is gone).
 func cluster(b *testing.B, nodes, pods int) string {
-	dir := filepath.Join(b.TempDir(), "cluster")
+	removeStaleDirs(os.TempDir())
+	tmp, err := os.MkdirTemp("", benchDirPrefix)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := os.RemoveAll(tmp); err != nil {
+			b.Error(err)
+		}
+	})
+	if err := os.WriteFile(filepath.Join(tmp, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "cluster")
 	if err := gen.Write(dir, nodes, pods, 10000); err != nil {
 		b.Fatal(err)
 	}
 	return dir
+}
+
+const (
+	benchDirPrefix = "hybridctl-bench-"
+	ownerFile      = "owner.pid"
+)
+
+// removeStaleDirs removes the cluster directories under tmp whose owning
+// process is gone (a run killed before its cleanup).
+func removeStaleDirs(tmp string) {
+	dirs, _ := filepath.Glob(filepath.Join(tmp, benchDirPrefix+"*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(string(b)); err == nil && pid > 0 && !processAlive(pid) {
+			_ = os.RemoveAll(d)
+		}
+	}
 }
 
 // usage is what one run cost: wall time, CPU time, peak RSS.
@@ -208,7 +243,7 @@ func BenchmarkDoctor(b *testing.B) {
 func benchDoctor(b *testing.B, nodes, pods int) {
 	dir := cluster(b, nodes, pods)
 	t := time.Now()
-	env := testenv.StartT(b, testenv.Options{Calico: true, Load: []string{dir}})
+	env := testenv.StartT(b, testenv.Options{Calico: true, Load: []string{dir}, Cache: etcdCache(b)})
 	b.Logf("test API server loaded with %d nodes and %d pods in %s", nodes, pods, time.Since(t).Round(time.Second))
 	cfg := env.AdminConfig()
 	cfg.QPS, cfg.Burst = 50, 100 // doctor's own
@@ -254,6 +289,25 @@ func benchDoctor(b *testing.B, nodes, pods int) {
 	report(b, "informer", informer)
 	b.ReportMetric(doctor.s()/list.s(), "x-list")
 	b.ReportMetric(doctor.s()/informer.s(), "x-informer")
+}
+
+// etcdCache is where the loaded test API server's etcd data is kept
+// between runs (testenv.Options.Cache; the newest two sizes):
+// $HYBRIDCTL_BENCH_ETCD_CACHE, else ~/.cache/hybridctl/bench-etcd; "off"
+// loads every time.
+func etcdCache(b *testing.B) string {
+	switch d := os.Getenv("HYBRIDCTL_BENCH_ETCD_CACHE"); d {
+	case "off":
+		return ""
+	case "":
+	default:
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return filepath.Join(home, ".cache", "hybridctl", "bench-etcd")
 }
 
 // listFloor LISTs each core type doctor reads from the watch cache and

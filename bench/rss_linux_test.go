@@ -60,3 +60,9 @@ func childUsage(ps *os.ProcessState) (time.Duration, float64) {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), float64(ru.Maxrss) / 1000
 }
+
+// processAlive reports whether process pid exists.
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || err == syscall.EPERM
+}

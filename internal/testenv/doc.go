@@ -46,7 +46,7 @@
 //
 // # API
 //
-//	Options{Calico, Lab bool; Load []string; Logf func(string, ...any)}
+//	Options{Calico, Lab bool; Load []string; Logf func(string, ...any); APIServerFlags []string; Cache string}
 //	Start(ctx, Options) (*Env, error)      start; Stop when done
 //	(*Env).Stop() error                    apiserver first, then etcd; idempotent
 //	(*Env).AdminConfig() *rest.Config      kubernetes-admin, system:masters
@@ -72,6 +72,11 @@
 // signal, so nothing outlives the test binary even when it panics or times
 // out; Stop signals the whole group and kills it after a short grace. The
 // next Start removes directories left by owners that died.
+// Benchmarks that load large fixtures set Options.Cache: the etcd data
+// after loading is kept there, keyed by the binaries, the options and the
+// fixture files' content, and a later Start with the same key starts etcd
+// on a copy of it instead of loading again.
+//
 // Set HYBRIDCTL_TESTENV_KEEP=1 to keep the temporary directory with the
 // logs (etcd.log, kube-apiserver.log) after Stop.
 package testenv

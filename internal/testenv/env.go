@@ -38,6 +38,14 @@ type Options struct {
 	// kube-apiserver (a later flag wins), for example
 	// "--feature-gates=WatchList=false" to test a server without a feature.
 	APIServerFlags []string
+	// Cache, when set, is a directory (created) that keeps the etcd data
+	// of environments after their objects were loaded, for benchmarks
+	// that load large fixtures: a later Start with the same binaries,
+	// options and fixture files (compared by content) starts etcd on a
+	// copy of that data instead of loading the objects again. The newest
+	// two entries are kept. Tests leave it empty: their environments
+	// always start empty.
+	Cache string
 }
 
 // Env is a running etcd + kube-apiserver pair. Its methods are safe for
@@ -69,6 +77,7 @@ const (
 	ServiceCIDR           = "10.96.0.0/12"
 	ServiceAccountIssuer  = "https://kubernetes.default.svc.cluster.local"
 	startTimeout          = 60 * time.Second
+	restoreTimeout        = 5 * time.Minute
 	apiserverStopGrace    = 5 * time.Second
 	etcdStopGrace         = 5 * time.Second
 	maxPortAttempts       = 3
@@ -113,21 +122,6 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.writePKI(); err != nil {
 		return nil, err
 	}
-	var lastErr error
-	for range maxPortAttempts {
-		lastErr = e.startProcesses(ctx, etcdBin, apiserverBin, opts.APIServerFlags)
-		if lastErr == nil || !errors.Is(lastErr, errPortTaken) {
-			break
-		}
-		e.stopProcesses()
-	}
-	if lastErr != nil {
-		return nil, lastErr
-	}
-	logf("testenv: kube-apiserver %s ready at %s after %s", KubernetesVersion, e.host, time.Since(began).Round(time.Millisecond))
-	if err := e.ensureServiceAccounts(ctx, "default", "kube-system", "kube-public"); err != nil {
-		return nil, err
-	}
 	load := opts.Load
 	if opts.Lab {
 		lab, err := LabDir()
@@ -136,13 +130,43 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		}
 		load = append([]string{lab}, load...)
 	}
+	calico := ""
 	if opts.Calico || opts.Lab {
-		t := time.Now()
-		p, err := CalicoCRDs(ctx)
-		if err != nil {
+		if calico, err = CalicoCRDs(ctx); err != nil {
 			return nil, err
 		}
-		if err := e.LoadFile(ctx, p); err != nil {
+	}
+	key, restore := "", ""
+	if opts.Cache != "" {
+		t := time.Now()
+		if key, err = cacheKey(opts, etcdBin, apiserverBin, calico, load); err != nil {
+			return nil, err
+		}
+		restore = cachedData(opts.Cache, key)
+		logf("testenv: etcd cache entry %s (found: %t) in %s", key, restore != "", time.Since(t).Round(time.Millisecond))
+	}
+	if restore != "" {
+		t := time.Now()
+		err := e.start(ctx, etcdBin, apiserverBin, opts.APIServerFlags, restore)
+		if err == nil {
+			logf("testenv: kube-apiserver %s ready at %s on a copy of %s after %s", KubernetesVersion, e.host, restore, time.Since(t).Round(time.Millisecond))
+			return e, nil
+		}
+		// A damaged entry (a copy cut short): drop it and load afresh.
+		logf("testenv: starting on %s failed, loading instead: %v", restore, err)
+		e.stopProcesses()
+		_ = os.RemoveAll(filepath.Dir(restore))
+	}
+	if err := e.start(ctx, etcdBin, apiserverBin, opts.APIServerFlags, ""); err != nil {
+		return nil, err
+	}
+	logf("testenv: kube-apiserver %s ready at %s after %s", KubernetesVersion, e.host, time.Since(began).Round(time.Millisecond))
+	if err := e.ensureServiceAccounts(ctx, "default", "kube-system", "kube-public"); err != nil {
+		return nil, err
+	}
+	if calico != "" {
+		t := time.Now()
+		if err := e.LoadFile(ctx, calico); err != nil {
 			return nil, fmt.Errorf("install Calico CRDs: %w", err)
 		}
 		logf("testenv: Calico CRDs established after %s", time.Since(t).Round(time.Millisecond))
@@ -154,7 +178,38 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		}
 		logf("testenv: loaded %s in %s", d, time.Since(t).Round(time.Millisecond))
 	}
+	if opts.Cache != "" {
+		// Stop both processes so that etcd's files are quiet, copy them
+		// into the cache, and start again on the same data.
+		t := time.Now()
+		if err := e.stopProcesses(); err != nil {
+			return nil, err
+		}
+		if err := saveCache(opts.Cache, key, e.path("etcd")); err != nil {
+			return nil, err
+		}
+		if err := e.start(ctx, etcdBin, apiserverBin, opts.APIServerFlags, e.path("etcd")); err != nil {
+			return nil, err
+		}
+		logf("testenv: etcd data saved as %s and restarted in %s", filepath.Join(opts.Cache, key), time.Since(t).Round(time.Millisecond))
+	}
 	return e, nil
+}
+
+// start starts etcd and kube-apiserver, retrying when a port was taken.
+// data is the etcd data directory to start from: "" for a new one,
+// e.path("etcd") to keep the current one, another directory to start on a
+// copy of it.
+func (e *Env) start(ctx context.Context, etcdBin, apiserverBin string, extra []string, data string) error {
+	var lastErr error
+	for range maxPortAttempts {
+		lastErr = e.startProcesses(ctx, etcdBin, apiserverBin, extra, data)
+		if lastErr == nil || !errors.Is(lastErr, errPortTaken) {
+			break
+		}
+		e.stopProcesses()
+	}
+	return lastErr
 }
 
 var errPortTaken = errors.New("port taken")
@@ -221,7 +276,7 @@ func (e *Env) path(elem ...string) string {
 	return filepath.Join(append([]string{e.dir}, elem...)...)
 }
 
-func (e *Env) startProcesses(ctx context.Context, etcdBin, apiserverBin string, extra []string) error {
+func (e *Env) startProcesses(ctx context.Context, etcdBin, apiserverBin string, extra []string, data string) error {
 	ports, err := freePorts(3)
 	if err != nil {
 		return err
@@ -230,8 +285,15 @@ func (e *Env) startProcesses(ctx context.Context, etcdBin, apiserverBin string, 
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
 	dataDir := e.path("etcd")
-	if err := os.RemoveAll(dataDir); err != nil {
-		return fmt.Errorf("clear etcd data directory: %w", err)
+	if data != dataDir {
+		if err := os.RemoveAll(dataDir); err != nil {
+			return fmt.Errorf("clear etcd data directory: %w", err)
+		}
+		if data != "" {
+			if err := copyTree(data, dataDir); err != nil {
+				return fmt.Errorf("copy etcd data %s: %w", data, err)
+			}
+		}
 	}
 	e.etcd, err = startProcess(ctx, "etcd", e.path("etcd.log"), etcdBin,
 		"--name=testenv",
@@ -291,13 +353,18 @@ func (e *Env) startProcesses(ctx context.Context, etcdBin, apiserverBin string, 
 	if err := e.WriteKubeconfig(e.kubeconfig, e.admin); err != nil {
 		return err
 	}
-	return e.waitReady(ctx)
+	timeout := startTimeout
+	if data != "" {
+		// kube-apiserver fills its watch caches from the data first.
+		timeout = restoreTimeout
+	}
+	return e.waitReady(ctx, timeout)
 }
 
 // waitReady polls /readyz until it answers ok, a process exits or the
 // deadline passes.
-func (e *Env) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+func (e *Env) waitReady(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client, err := kubernetes.NewForConfig(e.admin)
 	if err != nil {
@@ -325,7 +392,7 @@ func (e *Env) waitReady(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("kube-apiserver at %s not ready after %s (last error: %v); log %s ends:\n%s",
-				e.host, startTimeout, last, e.apiserver.log, e.apiserver.logTail())
+				e.host, timeout, last, e.apiserver.log, e.apiserver.logTail())
 		case <-time.After(readyzPollInterval):
 		}
 	}
