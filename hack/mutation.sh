@@ -9,6 +9,9 @@
 #   MUTATION_WORKERS  gremlins workers (default 1; each runs the package's tests)
 #   MUTATION_TIMEOUT  timeout coefficient over the tests' own time (default 10)
 #   MUTATION_SHORT=1  run the tests with -short (no test control plane; for the live packages)
+#   MUTATION_EXCLUDE  a regular expression of the file paths (relative to the package's
+#                     directory) to leave out (gremlins -E), to run a large package in
+#                     parts: MUTATION_EXCLUDE='^(apply|preflight|transport)/' internal/provision
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -32,6 +35,7 @@ for pkg in "$@"; do
 	echo "== $pkg"
 	if ! "$gremlins" unleash --workers "${MUTATION_WORKERS:-1}" \
 		--timeout-coefficient "${MUTATION_TIMEOUT:-10}" \
+		${MUTATION_EXCLUDE:+--exclude-files "$MUTATION_EXCLUDE"} \
 		-o "$out/$name.json" "./$pkg" >"$out/$name.log" 2>&1; then
 		status=1
 	fi
