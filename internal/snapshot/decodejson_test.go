@@ -27,6 +27,8 @@ var decodeTargets = []func() any{
 	func() any { return new(ClusterConfiguration) },
 	func() any { return new(rawPod) },
 	func() any { return new(rawWorkload) },
+	func() any { return new(Fields) },
+	func() any { return new(map[string]json.RawMessage) },
 }
 
 // checkDecodeJSON: decodeJSON gives what encoding/json gives, the value
@@ -63,16 +65,17 @@ var decodeEdges = []string{
 	`{"metadata":{"name":"a","name":"b","labels":{"x":"1"},"labels":{"y":"2"}}}`,           // duplicate names
 	`{"spec":{"securityContext":null,"containers":[{"name":"c","securityContext":null}]}}`, // null into an Unmarshaler
 	`{"spec":{"securityContext":{"runAsNonRoot":true,"windowsOptions":{"hostProcess":true},"x":null}}}`,
+	`{"a": null ,"b" :{ "c" : [ 1 , null ] } ,"d":"\u0041", "a": 1}`, // raw values, as Fields keeps them
 	`{"metadata":{"labels":null,"annotations":{}},"spec":{"containers":null,"tolerations":[]}}`,
-	`{"status":{"numberReady":1e2,"replicas":1.0,"readyReplicas":-0}}`,      // numbers into int
-	`{"status":{"replicas":99999999999999999999}}`,                          // overflow
-	`{"spec":{"blockSize":26,"vxlanVNI":4096,"vxlanPort":"4789","cidr":5}}`, // number into string, string into *int
-	`{"status":{"capacity":{"pods":"110"},"allocatable":{"pods":"1k"}}}`,    // Count
-	`{"status":{"capacity":{"pods":"1Mi"}}}`,                                // Count error
-	`{"metadata":{"name":"\ud800x\udc00","namespace":"\u00e9\u212a"}}`,      // lone surrogates, Kelvin sign
-	"{\"metadata\":{\"name\":\"\xff\xfe\"}}",                                // invalid UTF-8
+	`{"status":{"numberReady":1e2,"replicas":1.0,"readyReplicas":-0}}`,                       // numbers into int
+	`{"status":{"replicas":99999999999999999999}}`,                                           // overflow
+	`{"spec":{"blockSize":26,"vxlanVNI":4096,"vxlanPort":"4789","cidr":5}}`,                  // number into string, string into *int
+	`{"status":{"capacity":{"pods":"110"},"allocatable":{"pods":"1k"}}}`,                     // Count
+	`{"status":{"capacity":{"pods":"1Mi"}}}`,                                                 // Count error
+	`{"metadata":{"name":"\ud800x\udc00","namespace":"\u00e9\u212a"}}`,                       // lone surrogates, Kelvin sign
+	"{\"metadata\":{\"name\":\"\xff\xfe\"}}",                                                 // invalid UTF-8
 	`{"spec":{"node_name":"a","NODE-NAME":"b","host_pid":true},"status":{"number_ready":3}}`, // v2's own folding ignores - and _
-	"{\"\u212aind\":\"Pod\",\"metadata\":{\"\u017fame\":\"a\"}}",            // keys that fold to kind and name in Unicode
+	"{\"\u212aind\":\"Pod\",\"metadata\":{\"\u017fame\":\"a\"}}",                             // keys that fold to kind and name in Unicode
 	`{"metadata":{"name":"a"}} `,
 	`{"metadata":{"name":"a"}} x`, // trailing data
 	`{"metadata":{"name":"a"}`,    // truncated

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -105,6 +106,7 @@ func (o FileOptions) Load(ctx context.Context, paths []string, stdin io.Reader) 
 					p.decode(d)
 				}
 				p.release(d.cost)
+				p.recycle(d)
 			}
 		}()
 	}
@@ -192,6 +194,8 @@ type doc struct {
 	lines *headLines
 	diag  *Diagnostic // a problem found while cutting (too large, JSON syntax)
 	cost  int         // bytes held against the budget
+	// buf is data's storage when it came from the pipeline's pool.
+	buf *[]byte
 }
 
 // headLines maps the lines of a YAML List's head (its lines before and
@@ -221,6 +225,37 @@ type pipeline struct {
 		mu   sync.Mutex
 		cond *sync.Cond
 		left int
+	}
+
+	// Storage reused from one document to the next: the cut documents'
+	// bytes (*[]byte) and the workers' conversion buffers (*scratch).
+	// Nothing decoded keeps a reference into either: the decoders copy
+	// what they keep.
+	bufs, scratch sync.Pool
+}
+
+// maxPooled is the largest document whose storage is reused.
+const maxPooled = 64 << 10
+
+// copyDoc returns d with a copy of data in storage from the pool.
+func (p *pipeline) copyDoc(d doc, data []byte) doc {
+	if len(data) > maxPooled {
+		d.data = bytes.Clone(data)
+		return d
+	}
+	bp, _ := p.bufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	*bp = append((*bp)[:0], data...)
+	d.data, d.buf = *bp, bp
+	return d
+}
+
+// recycle returns a decoded document's storage to the pool.
+func (p *pipeline) recycle(d doc) {
+	if d.buf != nil && cap(*d.buf) <= maxPooled {
+		p.bufs.Put(d.buf)
 	}
 }
 

@@ -27,7 +27,16 @@ func (p *pipeline) decode(d doc) {
 	data := d.data
 	var top typeMeta
 	if !d.json {
-		j, meta, err := yamlToJSONMeta(data)
+		sc, _ := p.scratch.Get().(*scratch)
+		if sc == nil {
+			sc = new(scratch)
+		}
+		defer func() {
+			if sc.reusable() {
+				p.scratch.Put(sc)
+			}
+		}()
+		j, meta, err := sc.yamlToJSONMeta(data)
 		if err != nil {
 			line, msg := d.line, err.Error()
 			if m := yamlLine.FindStringSubmatch(msg); m != nil {

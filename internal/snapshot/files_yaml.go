@@ -234,7 +234,7 @@ func (c *yamlCutter) flushItem() error {
 	if c.itemSkip || len(c.item) == 0 {
 		return nil
 	}
-	return c.p.send(c.ctx, doc{file: c.file, line: c.itemFirst, template: c.template, data: bytes.Clone(c.item)})
+	return c.p.send(c.ctx, c.p.copyDoc(doc{file: c.file, line: c.itemFirst, template: c.template}, c.item))
 }
 
 // flush sends the document read so far (a List's head after its items).
@@ -244,7 +244,7 @@ func (c *yamlCutter) flush() error {
 		err = c.flushItem()
 	}
 	if err == nil && c.first > 0 && !c.skip {
-		err = c.p.send(c.ctx, doc{file: c.file, line: c.first, template: c.template, data: bytes.Clone(c.cur), lines: c.headLines})
+		err = c.p.send(c.ctx, c.p.copyDoc(doc{file: c.file, line: c.first, template: c.template, lines: c.headLines}, c.cur))
 	}
 	c.cur, c.first, c.template, c.skip = c.cur[:0], 0, "", false
 	c.inItems, c.headLines = false, nil

@@ -3,6 +3,9 @@ package snapshot
 import (
 	"encoding/json"
 	"sort"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // Toleration is a pod toleration.
@@ -46,19 +49,26 @@ func (a *Affinity) RequiredTerms() []SelectorTerm {
 // The checks need to know that a field is set, not what it holds.
 type Fields map[string]json.RawMessage
 
-// UnmarshalJSON keeps the keys with non-null values.
+// UnmarshalJSON keeps the keys with non-null values. It decodes as
+// decodeJSON does (the faster decoder, encoding/json on an error), but
+// returns encoding/json's error as it is.
 func (f *Fields) UnmarshalJSON(b []byte) error {
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return err
-	}
-	out := Fields{}
-	for k, v := range m {
-		if string(v) != "null" {
-			out[k] = v
+	if jsonv2.Unmarshal(b, &m, jsonv1.DefaultOptionsV1()) != nil {
+		m = nil
+		if err := json.Unmarshal(b, &m); err != nil {
+			return err
 		}
 	}
-	*f = out
+	for k, v := range m {
+		if string(v) == "null" {
+			delete(m, k)
+		}
+	}
+	if m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	*f = m
 	return nil
 }
 

@@ -80,6 +80,13 @@ func fastYAMLToJSON(doc []byte, b *bytes.Buffer) bool {
 // fastYAMLToJSONMeta is fastYAMLToJSON that also returns the document's
 // apiVersion and kind when it is a mapping (typeMeta.ok).
 func fastYAMLToJSONMeta(doc []byte, b *bytes.Buffer) (top typeMeta, ok bool) {
+	var lines []fastLine
+	return fastYAMLToJSONLines(doc, b, &lines)
+}
+
+// fastYAMLToJSONLines is fastYAMLToJSONMeta that keeps the document's lines
+// in *lines, whose storage it reuses.
+func fastYAMLToJSONLines(doc []byte, b *bytes.Buffer, lines *[]fastLine) (top typeMeta, ok bool) {
 	if len(doc) == 0 || doc[len(doc)-1] != '\n' {
 		return top, false // the cutter ends every document with a line break
 	}
@@ -88,8 +95,11 @@ func fastYAMLToJSONMeta(doc []byte, b *bytes.Buffer) (top typeMeta, ok bool) {
 			return top, false // tabs, CR, control bytes, non-ASCII
 		}
 	}
-	n := bytes.Count(doc, []byte{'\n'}) + 1
-	p := fastParser{lines: make([]fastLine, 0, n), b: b}
+	if n := bytes.Count(doc, []byte{'\n'}) + 1; cap(*lines) < n {
+		*lines = make([]fastLine, 0, n)
+	}
+	p := fastParser{lines: (*lines)[:0], b: b}
+	defer func() { *lines = p.lines }()
 	for len(doc) > 0 {
 		var raw []byte
 		if j := bytes.IndexByte(doc, '\n'); j >= 0 {
@@ -715,6 +725,11 @@ func resolvePlain(in string) string {
 	if isTimestamp(in) {
 		return "!!timestamp"
 	}
+	if !numeric(in) {
+		// None of the parses below can succeed (and each failure
+		// allocates its error): "100m", "10.0.26100.1", "app-0".
+		return "!!str"
+	}
 	plain := strings.ReplaceAll(in, "_", "")
 	if _, err := strconv.ParseInt(plain, 0, 64); err == nil {
 		return "!!int"
@@ -749,6 +764,21 @@ func resolvePlain(in string) string {
 		break
 	}
 	return "!!str"
+}
+
+// numeric reports whether every byte of s can occur in a number the
+// parses of resolvePlain accept: digits (hexadecimal too), signs, '.',
+// '_', and the base prefixes' x, o and b.
+func numeric(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f', c >= 'A' && c <= 'F':
+		case c == 'x', c == 'X', c == 'o', c == 'O', c == '+', c == '-', c == '.', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // yamlStyleFloat matches ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$

@@ -28,14 +28,38 @@ func yamlToJSON(doc []byte) ([]byte, error) {
 // and kind when the fast path could read them on the way (typeMeta.ok),
 // so that they need not be decoded from the JSON again.
 func yamlToJSONMeta(doc []byte) ([]byte, typeMeta, error) {
-	var b bytes.Buffer
-	b.Grow(len(doc) + len(doc)/4)
-	if top, ok := fastYAMLToJSONMeta(doc, &b); ok {
-		return b.Bytes(), top, nil
+	return new(scratch).yamlToJSONMeta(doc)
+}
+
+// scratch is what converting a document needs and the next conversion
+// can reuse: the JSON buffer and the fast path's lines. The file loader's
+// workers take one from a pool per document.
+type scratch struct {
+	b     bytes.Buffer
+	lines []fastLine
+}
+
+// maxScratch is the most a scratch keeps for the next document; a larger
+// document's buffers are left to the garbage collector.
+const maxScratch = 256 << 10
+
+// yamlToJSONMeta converts doc like the function of that name, into s's
+// buffer: the JSON is valid until s is used again.
+func (s *scratch) yamlToJSONMeta(doc []byte) ([]byte, typeMeta, error) {
+	s.b.Reset()
+	s.b.Grow(len(doc) + len(doc)/2)
+	top, ok := fastYAMLToJSONLines(doc, &s.b, &s.lines)
+	if ok {
+		return s.b.Bytes(), top, nil
 	}
-	b.Reset()
-	j, err := yamlToJSONSlow(doc, &b)
+	s.b.Reset()
+	j, err := yamlToJSONSlow(doc, &s.b)
 	return j, typeMeta{}, err
+}
+
+// reusable reports whether s is small enough to keep for the next document.
+func (s *scratch) reusable() bool {
+	return s.b.Cap() <= maxScratch && cap(s.lines) <= maxScratch/32
 }
 
 // yamlToJSONSlow is yamlToJSON through yaml.v3.
