@@ -41,6 +41,12 @@ func (p *pipeline) decode(d doc) {
 			line, msg := d.line, err.Error()
 			if m := yamlLine.FindStringSubmatch(msg); m != nil {
 				n, _ := strconv.Atoi(m[1])
+				// yaml.v3 puts an error at the end of the input on the
+				// line after the last: the line break the cutter ends
+				// every document with may not be in the file.
+				if last := bytes.Count(data, []byte{'\n'}); n > last && last > 0 {
+					n = last
+				}
 				line, msg = d.fileLine(n), m[2]
 			}
 			msg = strings.TrimPrefix(msg, "yaml: ")

@@ -129,6 +129,10 @@ func TestLoadDiagnostics(t *testing.T) {
 		{"str.json", "[\"x\", 1]\n", 0, []string{"str.json:1: warning: not a Kubernetes object (a scalar", "str.json:1: warning: not a Kubernetes object (a scalar"}},
 		{"str2.json", "{\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {\"name\": \"a\"}}\n\"x\"\n", 1, []string{"str2.json:2: warning: not a Kubernetes object (a JSON string"}},
 		{"tab.yaml", node + "---\napiVersion: v1\nkind: Node\nmetadata:\n\tname: b\n", 1, []string{"tab.yaml:8: error: cannot read"}},
+		// An error at the end of the input is on the last line, with or
+		// without a line break after it (yaml.v3 says the line after).
+		{"eof.yaml", node + "---\nkind: \"unclosed", 1, []string{"eof.yaml:5: error: cannot read this YAML document: found unexpected end of stream"}},
+		{"eofnl.yaml", node + "---\nkind: \"unclosed\n", 1, []string{"eofnl.yaml:5: error: cannot read this YAML document: found unexpected end of stream"}},
 		{"empty.yaml", "---\n", 0, nil},
 		{"comments.yaml", "# only\n---\n# comments\n...\n", 0, nil},
 		{"emptylist.yaml", "apiVersion: v1\nkind: List\nitems: []\n", 0, nil},
