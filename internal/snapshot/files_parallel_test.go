@@ -190,3 +190,33 @@ func TestLoadCancelledMidway(t *testing.T) {
 		t.Fatal("the load went on reading after its context was cancelled")
 	}
 }
+
+// TestLoadPodsDoNotShareFields: a pod without a field after one with it
+// (the decoding struct is reused) has it empty.
+func TestLoadPodsDoNotShareFields(t *testing.T) {
+	full := "apiVersion: v1\nkind: Pod\nmetadata: {name: full-%d, namespace: a, labels: {k8s-app: dns}, ownerReferences: [{kind: ReplicaSet, name: r, controller: true}]}\nspec: {nodeName: n1}\nstatus: {phase: Running, containerStatuses: [{name: c, ready: true}]}\n"
+	bare := "apiVersion: v1\nkind: Pod\nmetadata: {name: bare-%d, ownerReferences: [{kind: DaemonSet, name: d}]}\n"
+	var b strings.Builder
+	for i := range 50 {
+		fmt.Fprintf(&b, "---\n"+full+"---\n"+bare, i, i)
+	}
+	for _, workers := range []int{1, 3} {
+		s, err := FileOptions{Workers: workers}.Load(context.Background(), []string{Stdin}, strings.NewReader(b.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Pods) != 100 {
+			t.Fatalf("%d pods", len(s.Pods))
+		}
+		for _, p := range s.Pods {
+			if strings.HasPrefix(p.Name, "bare-") {
+				if p.Namespace != "" || p.NodeName != "" || p.App != "" || p.Status.Phase != "" || p.Status.ContainerStatuses != nil ||
+					p.Owner.Kind != "DaemonSet" || p.Owner.Controller != nil {
+					t.Fatalf("%d workers: pod %s has another pod's fields: %+v", workers, p.Name, p)
+				}
+			} else if p.Namespace != "a" || p.NodeName != "n1" || p.App != "dns" || !p.Status.Ready() || p.Owner.Kind != "ReplicaSet" {
+				t.Fatalf("%d workers: pod %s: %+v", workers, p.Name, p)
+			}
+		}
+	}
+}

@@ -248,17 +248,27 @@ func decodeConfigMap(s *Snapshot, _ Kind, data []byte, id identity) error {
 // decodePod stores a pod a controller owns as a Pod (its owner's status
 // is what the checks read) and a bare pod as a Workload of its own.
 func decodePod(s *Snapshot, _ Kind, data []byte, id identity) error {
-	var p rawPod
-	if err := decodeJSON(data, &p); err != nil {
+	// A pod a controller owns leaves nothing behind in p but what sp
+	// copies out of it, so p is zeroed and decodes the next pod.
+	p, _ := s.rawPods.Get().(*rawPod)
+	if p == nil {
+		p = new(rawPod)
+	}
+	if err := decodeJSON(data, p); err != nil {
+		*p = rawPod{}
+		s.rawPods.Put(p)
 		return err
 	}
 	id.fill(&p.Object)
 	if o := p.Meta.Controller(); o != nil {
 		sp := &Pod{Namespace: p.Meta.Namespace, Name: p.Meta.Name, NodeName: p.Spec.NodeName, Owner: *o,
 			App: p.Meta.Labels["k8s-app"], Status: p.Status}
+		*p = rawPod{}
+		s.rawPods.Put(p)
 		s.locked(func() { s.Pods = append(s.Pods, sp) })
 		return nil
 	}
+	// A bare pod is kept: its Workload points into p.
 	w := &Workload{Object: p.Object, Pod: &p.Status}
 	w.Template.Metadata.Labels = p.Meta.Labels
 	w.Template.Spec = p.Spec

@@ -55,6 +55,8 @@ type Snapshot struct {
 	Diagnostics []Diagnostic
 
 	mu sync.Mutex
+	// rawPods are decoding structs for pods, reused (decodePod).
+	rawPods sync.Pool
 	// noWatchList is set once the server refused a watch-list stream.
 	noWatchList atomic.Bool
 }

@@ -56,7 +56,11 @@ func (p *fastParser) note(k string, at int) {
 	case k == "apiVersion" || k == "kind":
 		v := p.b.Bytes()[at:]
 		var s string
-		if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+		switch {
+		case len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && bytes.IndexByte(v[1:len(v)-1], '"') < 0 && bytes.IndexByte(v, '\\') < 0:
+			// A string writeString wrote without escapes.
+			s = string(v[1 : len(v)-1])
+		case len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil:
 			p.top.ok = false
 			return
 		}
