@@ -17,7 +17,10 @@
 # "500:15000 5000:150000"). kube-score is installed with go install from
 # the module proxy into ~/.cache/hybridctl/tools. doctor needs the test
 # control plane (hack/testenv/testenv build); loading 150,000 pods takes
-# minutes (~400 objects/s unloaded). Not part of the test command: too long.
+# minutes (~400 objects/s unloaded) the first time; the loaded etcd data is
+# then kept in ~/.cache/hybridctl/bench-etcd (HYBRIDCTL_BENCH_ETCD_CACHE,
+# "off" to load every time) and later runs start on a copy of it. Not part
+# of the test command: too long.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."

@@ -50,8 +50,7 @@ func (id *identity) fill(o *Object) {
 // the live lister (resourcesFor) and AddKind read it, and nothing else
 // decides which kinds exist. It is never modified.
 var kindTable = []kindEntry{
-	{kind: KindNode, groups: coreGroup, resources: res("v1", "nodes", false),
-		decode: into(func(s *Snapshot) *[]*Node { return &s.Nodes }, nil)},
+	{kind: KindNode, groups: coreGroup, resources: res("v1", "nodes", false), decode: decodeNode},
 	{kind: KindNamespace, groups: coreGroup, resources: res("v1", "namespaces", false),
 		decode: into(func(s *Snapshot) *[]*Namespace { return &s.Namespaces }, nil)},
 	{kind: KindPod, groups: coreGroup, resources: res("v1", "pods", true), decode: decodePod},
@@ -210,6 +209,23 @@ func into[T any, P stored[T]](list func(*Snapshot) *[]P, keep func(P)) decodeFun
 	}
 }
 
+// decodeNode stores a node and, when the snapshot keeps slim pods, notes
+// whether it runs Windows.
+func decodeNode(s *Snapshot, _ Kind, data []byte, id identity) error {
+	v := new(Node)
+	if err := decodeJSON(data, v); err != nil {
+		return err
+	}
+	id.fill(&v.Object)
+	s.locked(func() {
+		s.Nodes = append(s.Nodes, v)
+		if s.slimPods {
+			s.nodeWindows[v.Meta.Name] = v.IsWindows()
+		}
+	})
+	return nil
+}
+
 // decodeConfigMap keeps the data of the ConfigMaps the checks read whole
 // and, for kubeadm-config, the ClusterConfiguration inside; of the others
 // only the candidate dotted host names in the values.
@@ -265,7 +281,13 @@ func decodePod(s *Snapshot, _ Kind, data []byte, id identity) error {
 			App: p.Meta.Labels["k8s-app"], Status: p.Status}
 		*p = rawPod{}
 		s.rawPods.Put(p)
-		s.locked(func() { s.Pods = append(s.Pods, sp) })
+		s.locked(func() {
+			if s.keepPod(sp) {
+				s.Pods = append(s.Pods, sp)
+			} else {
+				s.PodsDropped++
+			}
+		})
 		return nil
 	}
 	// A bare pod is kept: its Workload points into p.

@@ -34,6 +34,9 @@ type LiveOptions struct {
 	// paginated LISTs are used when the server or the user's RBAC (no
 	// watch verb) does not allow it.
 	Paginate bool
+	// AllPods keeps every pod a controller owns; by default only those a
+	// check can read are kept (Snapshot.SlimPods).
+	AllPods bool
 }
 
 // resource is where a kind is listed; alternatives are tried in order
@@ -84,6 +87,9 @@ func LoadLive(ctx context.Context, cfg *rest.Config, opts LiveOptions) (*Snapsho
 	}
 	s := New()
 	s.Live = true
+	if !opts.AllPods {
+		s.SlimPods()
+	}
 	s.ServerVersion = v.GitVersion
 	rc := cs.CoreV1().RESTClient()
 
@@ -151,6 +157,7 @@ func LoadLive(ctx context.Context, cfg *rest.Config, opts LiveOptions) (*Snapsho
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	s.DropUnreadPods()
 	s.Sort()
 	return s, nil
 }

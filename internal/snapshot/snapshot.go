@@ -43,6 +43,9 @@ type Snapshot struct {
 	// Other counts objects of kinds no check reads (custom kinds pass
 	// through).
 	Other int
+	// PodsDropped counts the pods a controller owns that a live read did
+	// not keep in Pods because no check reads them (see SlimPods).
+	PodsDropped int
 
 	// Listed holds the kinds that were listed completely (live).
 	Listed map[Kind]bool
@@ -53,6 +56,12 @@ type Snapshot struct {
 	// documents that cannot be read or are not Kubernetes objects, in
 	// input order.
 	Diagnostics []Diagnostic
+
+	// slimPods: keep only the owned pods a check can read (SlimPods).
+	slimPods bool
+	// nodeWindows maps the names of the nodes decoded so far to whether
+	// they run Windows (with slimPods).
+	nodeWindows map[string]bool
 
 	mu sync.Mutex
 	// rawPods are decoding structs for pods, reused (decodePod).
@@ -73,7 +82,63 @@ func (s *Snapshot) Complete(k Kind) bool { return s.Live && s.Listed[k] }
 func (s *Snapshot) Len() int {
 	return len(s.Nodes) + len(s.Namespaces) + len(s.Workloads) + len(s.Pods) + len(s.Services) +
 		len(s.ConfigMaps) + len(s.RuntimeClasses) + len(s.CSRs) + len(s.Installations) + len(s.TigeraStatuses) +
-		len(s.IPPools) + len(s.IPAMConfigs) + len(s.FelixConfigs) + len(s.ClusterConfigs) + len(s.Owners) + s.Other
+		len(s.IPPools) + len(s.IPAMConfigs) + len(s.FelixConfigs) + len(s.ClusterConfigs) + len(s.Owners) + s.Other + s.PodsDropped
+}
+
+// SlimPods makes the snapshot keep, of the pods a controller owns, only
+// those a check can read: a pod with a k8s-app label (CoreDNS and Calico
+// pods), a pod that is not ready (a container not ready or waiting), and
+// a pod on a Windows node (pods stuck there, image pulls that found no
+// Windows manifest). The others, most pods of a healthy cluster, are
+// counted in PodsDropped. A pod on a node not decoded yet is kept until
+// DropUnreadPods, which the caller runs once every kind is in; pods
+// already held are dropped there too. doctor's live read uses it, so that
+// its memory does not grow with the healthy pods; lint keeps every pod.
+// TestSlimPodsSameFindings (internal/checks) requires every check's
+// findings to be the same either way on every check's fixtures.
+func (s *Snapshot) SlimPods() {
+	s.locked(func() {
+		s.slimPods = true
+		s.nodeWindows = map[string]bool{}
+		for _, n := range s.Nodes {
+			s.nodeWindows[n.Meta.Name] = n.IsWindows()
+		}
+	})
+}
+
+// DropUnreadPods drops, after SlimPods, the kept pods no check reads now
+// that every node is in: those on a node that is not Windows or that the
+// snapshot does not have (the checks ignore pods on unknown nodes).
+func (s *Snapshot) DropUnreadPods() {
+	if !s.slimPods {
+		return
+	}
+	s.locked(func() {
+		kept := s.Pods[:0]
+		for _, p := range s.Pods {
+			if p.readBySomeCheck() || s.nodeWindows[p.NodeName] {
+				kept = append(kept, p)
+			} else {
+				s.PodsDropped++
+			}
+		}
+		clear(s.Pods[len(kept):])
+		s.Pods = slices.Clip(kept)
+	})
+}
+
+// readBySomeCheck reports whether a check reads the pod wherever it runs.
+func (p *Pod) readBySomeCheck() bool {
+	return p.App != "" || !p.Status.Ready()
+}
+
+// keepPod reports whether a pod just decoded is kept (under s.mu).
+func (s *Snapshot) keepPod(p *Pod) bool {
+	if !s.slimPods || p.readBySomeCheck() {
+		return true
+	}
+	windows, known := s.nodeWindows[p.NodeName]
+	return windows || !known
 }
 
 // Well-known ConfigMaps whose data the checks read whole.

@@ -76,7 +76,7 @@ const (
 const (
 	ServiceCIDR           = "10.96.0.0/12"
 	ServiceAccountIssuer  = "https://kubernetes.default.svc.cluster.local"
-	startTimeout          = 60 * time.Second
+	startTimeout          = 3 * time.Minute // a loaded machine (niced test runs) needs over a minute
 	restoreTimeout        = 5 * time.Minute
 	apiserverStopGrace    = 5 * time.Second
 	etcdStopGrace         = 5 * time.Second

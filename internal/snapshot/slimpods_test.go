@@ -1,0 +1,71 @@
+package snapshot
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestSlimPodsOrder: with SlimPods, an owned pod is dropped as it is
+// decoded when its node is known and not Windows; one whose node comes
+// later is kept until DropUnreadPods decides; pods a check reads wherever
+// they run are kept.
+func TestSlimPodsOrder(t *testing.T) {
+	node := func(name, os string) []byte {
+		return []byte(fmt.Sprintf(`{"metadata":{"name":%q,"labels":{"kubernetes.io/os":%q}}}`, name, os))
+	}
+	pod := func(name, node string, ready bool, app string) []byte {
+		labels := ""
+		if app != "" {
+			labels = fmt.Sprintf(`,"labels":{"k8s-app":%q}`, app)
+		}
+		return []byte(fmt.Sprintf(`{"metadata":{"name":%q,"namespace":"ns"%s,"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"rs","controller":true}]},`+
+			`"spec":{"nodeName":%q},"status":{"phase":"Running","containerStatuses":[{"name":"c","ready":%t}]}}`, name, labels, node, ready))
+	}
+	s := New()
+	s.SlimPods()
+	add := func(k Kind, data []byte) {
+		t.Helper()
+		if err := s.AddKind(k, "v1", string(k), data, Source{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func() string {
+		var out []string
+		for _, p := range s.Pods {
+			out = append(out, p.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	add(KindPod, pod("early-linux", "linux", true, ""))
+	add(KindPod, pod("early-windows", "windows", true, ""))
+	add(KindNode, node("linux", "linux"))
+	add(KindNode, node("windows", "windows"))
+	add(KindPod, pod("late-linux", "linux", true, ""))
+	add(KindPod, pod("late-windows", "windows", true, ""))
+	add(KindPod, pod("late-linux-not-ready", "linux", false, ""))
+	add(KindPod, pod("late-linux-app", "linux", true, "kube-dns"))
+	add(KindPod, pod("nowhere", "gone", true, ""))
+	if got, want := names(), "early-linux early-windows late-windows late-linux-not-ready late-linux-app nowhere"; got != want {
+		t.Fatalf("while decoding, kept %q, want %q", got, want)
+	}
+	if s.PodsDropped != 1 {
+		t.Fatalf("PodsDropped = %d while decoding, want 1", s.PodsDropped)
+	}
+	s.DropUnreadPods()
+	if got, want := names(), "early-windows late-windows late-linux-not-ready late-linux-app"; got != want {
+		t.Fatalf("after DropUnreadPods, kept %q, want %q", got, want)
+	}
+	if s.PodsDropped != 3 || s.Len() != 2+4+3+len(s.Owners) {
+		t.Fatalf("PodsDropped = %d, Len = %d: want 3 dropped and every pod counted", s.PodsDropped, s.Len())
+	}
+
+	// Without SlimPods every pod stays.
+	s = New()
+	add(KindNode, node("linux", "linux"))
+	add(KindPod, pod("p", "linux", true, ""))
+	s.DropUnreadPods()
+	if names() != "p" || s.PodsDropped != 0 {
+		t.Fatalf("without SlimPods: kept %q, dropped %d", names(), s.PodsDropped)
+	}
+}
