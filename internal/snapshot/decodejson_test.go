@@ -2,11 +2,7 @@ package snapshot
 
 import (
 	"encoding/json"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 )
 
@@ -113,34 +109,14 @@ func TestDecodeJSONRepository(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads the whole repository")
 	}
-	root := filepath.Join("..", "..")
 	var docs, fast int
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	for _, doc := range repositoryYAMLDocs(t) {
+		j, err := yamlToJSON(doc)
+		if err != nil || len(j) == 0 || j[0] != '{' {
+			continue
 		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !(strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, doc := range splitDocs(data) {
-			j, err := yamlToJSON(doc)
-			if err != nil || len(j) == 0 || j[0] != '{' {
-				continue
-			}
-			docs++
-			fast += checkDecodeJSON(t, j)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+		docs++
+		fast += checkDecodeJSON(t, j)
 	}
 	t.Logf("%d documents, %d of %d decodes by the fast decoder", docs, fast, docs*len(decodeTargets))
 	if docs < 100 || fast < docs*len(decodeTargets)/2 {

@@ -3,9 +3,6 @@ package snapshot
 import (
 	"encoding/json"
 	"sort"
-
-	jsonv2 "github.com/go-json-experiment/json"
-	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // Toleration is a pod toleration.
@@ -49,16 +46,13 @@ func (a *Affinity) RequiredTerms() []SelectorTerm {
 // The checks need to know that a field is set, not what it holds.
 type Fields map[string]json.RawMessage
 
-// UnmarshalJSON keeps the keys with non-null values. It decodes as
-// decodeJSON does (the faster decoder, encoding/json on an error), but
+// UnmarshalJSON keeps the keys with non-null values. It decodes through
+// unmarshalJSON (the faster decoder, encoding/json on an error) and
 // returns encoding/json's error as it is.
 func (f *Fields) UnmarshalJSON(b []byte) error {
 	var m map[string]json.RawMessage
-	if jsonv2.Unmarshal(b, &m, jsonv1.DefaultOptionsV1()) != nil {
-		m = nil
-		if err := json.Unmarshal(b, &m); err != nil {
-			return err
-		}
+	if err := unmarshalJSON(b, &m); err != nil {
+		return err
 	}
 	for k, v := range m {
 		if string(v) == "null" {
