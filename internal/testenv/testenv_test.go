@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -379,9 +381,21 @@ func TestReadOnlyUserCannotCreateAnything(t *testing.T) {
 	}
 	viewer := clientset(t, cfg)
 
-	// The identity works and can read: the refusals below are RBAC's.
-	if _, err := viewer.CoreV1().Pods("win-demo").List(ctx, metav1.ListOptions{}); err != nil {
-		t.Fatalf("viewer lists pods: %v", err)
+	// The identity works and can read: the refusals below are RBAC's. The
+	// authorizer learns of the new binding from its informer, which can
+	// lag the create by seconds on a loaded machine (a CI run once got
+	// Forbidden here 20 ms after the create): wait for the grant, on
+	// Forbidden only, and fail on any other error or after 30 s.
+	var listErr error
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, listErr = viewer.CoreV1().Pods("win-demo").List(ctx, metav1.ListOptions{})
+		if apierrors.IsForbidden(listErr) {
+			return false, nil
+		}
+		return listErr == nil, listErr
+	})
+	if err != nil {
+		t.Fatalf("viewer lists pods: %v (last answer: %v)", err, listErr)
 	}
 
 	// Ask the authorizer about every resource that has a create verb,
