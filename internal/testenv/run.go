@@ -18,8 +18,8 @@ import (
 // docker run, to be distinguishable from the usual statuses of CMD.
 const RunExitHarness = 125
 
-// Run implements "hack/testenv/testenv run [--calico] [--load DIR]... [-v]
-// -- CMD ARGS...": it starts an environment, runs CMD with KUBECONFIG set to
+// Run implements "hack/testenv/testenv run [--calico] [--load DIR]...
+// [--cache DIR] [-v] -- CMD ARGS...": it starts an environment, runs CMD with KUBECONFIG set to
 // the admin kubeconfig, HYBRIDCTL_TESTENV_HOST to the server URL and BinDir
 // first on PATH (so kubectl is the built v1.37.2 one when present), stops
 // the environment and returns CMD's exit status (128+N when a signal N ended
@@ -34,9 +34,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		opts.Load = append(opts.Load, s)
 		return nil
 	})
+	fs.StringVar(&opts.Cache, "cache", "", "keep the loaded etcd data in `DIR` and start from it next time (what the benchmarks use: ~/.cache/hybridctl/bench-etcd)")
 	verbose := fs.Bool("v", false, "print start-up progress")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: hack/testenv/testenv run [--calico] [--load DIR]... [-v] -- CMD ARGS...")
+		fmt.Fprintln(stderr, "usage: hack/testenv/testenv run [--calico] [--load DIR]... [--cache DIR] [-v] -- CMD ARGS...")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

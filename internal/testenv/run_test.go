@@ -75,3 +75,28 @@ func processesMentioning(t *testing.T, s string) []string {
 	}
 	return pids
 }
+
+// TestRunCache: run --cache keeps the loaded data; a second run with the
+// same fixture starts from it (the object is there, nothing is loaded).
+func TestRunCache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("testenv: skipped under -short: this test needs a real kube-apiserver and etcd")
+	}
+	cache, fixtures := filepath.Join(t.TempDir(), "cache"), t.TempDir()
+	doc := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\n  namespace: default\n"
+	if err := os.WriteFile(filepath.Join(fixtures, "cm.yaml"), []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"(found: false)", "(found: true)"} {
+		var stdout, stderr bytes.Buffer
+		code := Run(context.Background(), []string{"--load", fixtures, "--cache", cache, "-v", "--",
+			"sh", "-c", `kubectl get configmap kept -o name`}, strings.NewReader(""), &stdout, &stderr)
+		if code != 0 || strings.TrimSpace(stdout.String()) != "configmap/kept" {
+			t.Fatalf("run %d: exit %d, stdout %q; stderr:\n%s", i+1, code, stdout.String(), stderr.String())
+		}
+		loaded := strings.Contains(stderr.String(), "testenv: loaded "+fixtures)
+		if !strings.Contains(stderr.String(), want) || loaded != (i == 0) {
+			t.Fatalf("run %d: want %s and loaded %t; stderr:\n%s", i+1, want, i == 0, stderr.String())
+		}
+	}
+}
