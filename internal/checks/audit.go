@@ -18,7 +18,7 @@ func Audit(ctx context.Context, cfg *rest.Config, opts Options, namespace string
 	if err != nil {
 		return nil, 0, err
 	}
-	snap, err := snapshot.LoadLive(ctx, cfg, snapshot.LiveOptions{Kinds: Needs(cs), Namespace: namespace})
+	snap, err := snapshot.LoadLive(ctx, cfg, snapshot.LiveOptions{Kinds: Needs(cs), Namespace: namespace, WatchList: opts.ConsistentRead})
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading the cluster: %w", err)
 	}

@@ -147,6 +147,10 @@ type Options struct {
 	// os=windows:NoSchedule is assumed and findings say so.
 	WindowsTaints     []snapshot.Taint
 	WindowsTaintsFrom string
+	// ConsistentRead makes a live audit read each type as a watch-list
+	// stream at one consistent resourceVersion instead of one LIST from the
+	// watch cache (snapshot.LiveOptions.WatchList; doctor --consistent-read).
+	ConsistentRead bool
 }
 
 // Ignore suppresses a check, optionally only for one namespace or object.

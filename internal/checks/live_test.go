@@ -58,7 +58,7 @@ func liveRun(t *testing.T, cfg *rest.Config, opts checks.Options) (*checks.Resul
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := snapshot.LoadLive(context.Background(), cfg, snapshot.LiveOptions{Kinds: checks.Needs(cs)})
+	s, err := snapshot.LoadLive(context.Background(), cfg, snapshot.LiveOptions{Kinds: checks.Needs(cs), WatchList: opts.ConsistentRead})
 	if err != nil {
 		t.Fatalf("LoadLive: %v", err)
 	}
@@ -93,15 +93,20 @@ func TestLiveLab(t *testing.T) {
 	if s.ServerVersion != "v1.37.2" || len(s.Nodes) < 4 {
 		t.Fatalf("server %q, %d nodes", s.ServerVersion, len(s.Nodes))
 	}
-	// Pagination instead of the watch-list stream: the same objects, with
-	// pages of one object.
+	// The watch-list streams (--consistent-read) and pagination instead of
+	// the cached LISTs: the same objects and findings.
+	resW, sW := liveRun(t, env.AdminConfig(), checks.Options{ConsistentRead: true})
+	expectFindings(t, resW, labInfo)
+	if sW.Len() != s.Len() {
+		t.Fatalf("watch-list read %d objects, the cached LISTs %d", sW.Len(), s.Len())
+	}
 	cs, _, _ := checks.Selected(checks.Options{})
 	s1, err := snapshot.LoadLive(context.Background(), env.AdminConfig(), snapshot.LiveOptions{Kinds: checks.Needs(cs), PageSize: 1, Paginate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s1.Len() != s.Len() {
-		t.Fatalf("paginated LIST (limit=1) read %d objects, watch-list %d", s1.Len(), s.Len())
+		t.Fatalf("paginated LIST (limit=1) read %d objects, the cached LISTs %d", s1.Len(), s.Len())
 	}
 	res1, err := checks.Run(s1, checks.Options{})
 	if err != nil {
@@ -130,6 +135,15 @@ func TestLiveDoctorCLI(t *testing.T) {
 	}
 	if rep.Summary["errors"] != 0 || rep.Summary["warnings"] != 0 || rep.Summary["info"] != len(labInfo) || len(rep.Skipped) != 0 {
 		t.Fatalf("summary %v, skipped %d", rep.Summary, len(rep.Skipped))
+	}
+
+	// --consistent-read: the same report.
+	first := out.String()
+	out.Reset()
+	code = cli.Main(context.Background(), []string{"doctor", "--kubeconfig", env.KubeconfigPath(), "-o", "json", "--fail-on", "warning", "--consistent-read"},
+		strings.NewReader(""), &out, &errOut)
+	if code != 0 || out.String() != first {
+		t.Fatalf("--consistent-read: exit %d: %s\n%s\nwant the same report as without:\n%s", code, errOut.String(), out.String(), first)
 	}
 
 	// -n: namespaced objects from one namespace only; what lives elsewhere

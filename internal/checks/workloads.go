@@ -563,7 +563,7 @@ var (
 func linuxOnlyFields(spec *snapshot.PodSpec) []string {
 	var bad []string
 	for _, f := range linuxPodSC {
-		if _, ok := spec.SecurityContext[f]; ok {
+		if spec.SecurityContext.Has(f) {
 			bad = append(bad, "spec.securityContext."+f)
 		}
 	}
@@ -581,7 +581,7 @@ func linuxOnlyFields(spec *snapshot.PodSpec) []string {
 	}
 	for _, ctr := range spec.AllContainers() {
 		for _, f := range linuxContainerSC {
-			if _, ok := ctr.SecurityContext[f]; ok {
+			if ctr.SecurityContext.Has(f) {
 				bad = append(bad, fmt.Sprintf("container %s securityContext.%s", ctr.Name, f))
 			}
 		}

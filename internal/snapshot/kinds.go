@@ -288,13 +288,7 @@ func decodePod(s *Snapshot, _ Kind, data []byte, id identity) error {
 			App: p.Meta.Labels["k8s-app"], Status: p.Status}
 		*p = rawPod{}
 		s.rawPods.Put(p)
-		s.locked(func() {
-			if s.keepPod(sp) {
-				s.Pods = append(s.Pods, sp)
-			} else {
-				s.PodsDropped++
-			}
-		})
+		s.addOwnedPod(sp)
 		return nil
 	}
 	// A bare pod is kept: its Workload points into p.
@@ -303,6 +297,18 @@ func decodePod(s *Snapshot, _ Kind, data []byte, id identity) error {
 	w.Template.Spec = p.Spec
 	s.locked(func() { s.Workloads = append(s.Workloads, w) })
 	return nil
+}
+
+// addOwnedPod keeps a pod a controller owns, or counts it as dropped
+// (SlimPods).
+func (s *Snapshot) addOwnedPod(sp *Pod) {
+	s.locked(func() {
+		if s.keepPod(sp) {
+			s.Pods = append(s.Pods, sp)
+		} else {
+			s.PodsDropped++
+		}
+	})
 }
 
 // decodeWorkload stores a workload with its pod template; a ReplicaSet a
@@ -327,6 +333,10 @@ func decodeWorkload(s *Snapshot, k Kind, data []byte, id identity) error {
 		w.Template = r.Spec.JobTemplate.Spec.Template
 	}
 	w.Template.Metadata.Annotations = keepIgnore(w.Template.Metadata.Annotations)
+	// No check reads a controller's labels or its template's (a bare pod's
+	// k8s-app label is read: decodePod keeps those): two maps per
+	// workload, 10% of doctor's memory at 7,500 Deployments.
+	w.Meta.Labels, w.Template.Metadata.Labels = nil, nil
 	s.locked(func() { s.Workloads = append(s.Workloads, w) })
 	return nil
 }

@@ -13,9 +13,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -43,15 +45,23 @@ var errReadPastBookmark = errors.New("test: read past the initial-events-end boo
 // request is one API request the loader made, as the transport saw it.
 type request struct {
 	path   string
-	watch  bool // watch=true (the watch-list stream); else a LIST
+	watch  bool   // watch=true (the watch-list stream); else a LIST
+	rv     string // the resourceVersion parameter
+	proto  bool   // answered in protobuf (Content-Type)
 	status int
 	body   *watchBody // the stream, for a watch answered 200
 }
 
 func (r request) String() string {
 	verb := "list"
-	if r.watch {
+	switch {
+	case r.watch:
 		verb = "watch"
+	case r.proto:
+		verb = "list-protobuf"
+	}
+	if r.rv != "" {
+		return fmt.Sprintf("%s %s?resourceVersion=%s %d", verb, r.path, r.rv, r.status)
 	}
 	return fmt.Sprintf("%s %s %d", verb, r.path, r.status)
 }
@@ -60,6 +70,10 @@ func (r request) String() string {
 // every request and hands the loader each watch stream's events one JSON
 // line at a time, so it knows exactly which events the client consumed.
 type recorder struct {
+	// jsonOnly: paths whose requests are sent accepting JSON only, as
+	// to a server without protobuf.
+	jsonOnly map[string]bool
+
 	mu   sync.Mutex
 	reqs []*request
 }
@@ -68,11 +82,16 @@ func (rec *recorder) config(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if rec.jsonOnly[req.URL.Path] {
+				req = req.Clone(req.Context())
+				req.Header.Set("Accept", "application/json")
+			}
 			resp, err := rt.RoundTrip(req)
 			if err != nil || req.URL.Path == "/version" {
 				return resp, err
 			}
-			r := &request{path: req.URL.Path, watch: req.URL.Query().Get("watch") == "true", status: resp.StatusCode}
+			r := &request{path: req.URL.Path, watch: req.URL.Query().Get("watch") == "true", rv: req.URL.Query().Get("resourceVersion"),
+				proto: strings.HasPrefix(resp.Header.Get("Content-Type"), "application/vnd.kubernetes.protobuf"), status: resp.StatusCode}
 			if r.watch {
 				if req.URL.Query().Get("sendInitialEvents") != "true" {
 					return nil, fmt.Errorf("test: watch of %s without sendInitialEvents=true", req.URL.Path)
@@ -264,7 +283,7 @@ func paginated(t *testing.T, env *testenv.Env, kinds []Kind) *Snapshot {
 func TestWatchListStreams(t *testing.T) {
 	env := testenv.Get(t)
 	var rec recorder
-	s, err := LoadLive(t.Context(), rec.config(env.AdminConfig()), LiveOptions{Kinds: liveKinds})
+	s, err := LoadLive(t.Context(), rec.config(env.AdminConfig()), LiveOptions{Kinds: liveKinds, WatchList: true})
 	if err != nil {
 		t.Fatalf("LoadLive: %v\nrequests:\n%s", err, rec.log())
 	}
@@ -313,7 +332,7 @@ func TestWatchListForbiddenFallsBack(t *testing.T) {
 	}
 	kinds := []Kind{KindPod, KindNode, KindNamespace}
 	var rec recorder
-	s, err := LoadLive(t.Context(), rec.config(cfg), LiveOptions{Kinds: kinds, Concurrency: 1, PageSize: 2})
+	s, err := LoadLive(t.Context(), rec.config(cfg), LiveOptions{Kinds: kinds, Concurrency: 1, PageSize: 2, WatchList: true})
 	if err != nil {
 		t.Fatalf("LoadLive: %v\nrequests:\n%s", err, rec.log())
 	}
@@ -370,7 +389,7 @@ func bind(t *testing.T, cs *kubernetes.Clientset, user string, rules []rbacv1.Po
 func TestWatchListDisabledServer(t *testing.T) {
 	env := testenv.StartT(t, testenv.Options{Lab: true, APIServerFlags: []string{"--feature-gates=WatchList=false"}})
 	var rec recorder
-	s, err := LoadLive(t.Context(), rec.config(env.AdminConfig()), LiveOptions{Kinds: liveKinds, Concurrency: 1})
+	s, err := LoadLive(t.Context(), rec.config(env.AdminConfig()), LiveOptions{Kinds: liveKinds, Concurrency: 1, WatchList: true})
 	if err != nil {
 		t.Fatalf("LoadLive: %v\nrequests:\n%s", err, rec.log())
 	}
@@ -404,8 +423,9 @@ func TestWatchListDisabledServer(t *testing.T) {
 // RuntimeClass, Service and StatefulSet).
 func TestWatchListNotServedKind(t *testing.T) {
 	env := testenv.StartT(t, testenv.Options{})
+	waitForKubernetesService(t, env)
 	var rec recorder
-	s, err := LoadLive(t.Context(), rec.config(env.AdminConfig()), LiveOptions{Kinds: liveKinds, Concurrency: 1})
+	s, err := LoadLive(t.Context(), rec.config(env.AdminConfig()), LiveOptions{Kinds: liveKinds, Concurrency: 1, WatchList: true})
 	if err != nil {
 		t.Fatalf("LoadLive: %v\nrequests:\n%s", err, rec.log())
 	}
@@ -437,4 +457,124 @@ func TestWatchListNotServedKind(t *testing.T) {
 		t.Errorf("%d watches answered 404, want 8: %v", len(notServed), notServed)
 	}
 	sameSnapshot(t, "without CRDs", s, paginated(t, env, liveKinds))
+}
+
+// waitForKubernetesService waits for default/kubernetes, which the server
+// creates shortly after it is ready: a read made before it would miss it
+// and the LISTs made after to compare would find it.
+func waitForKubernetesService(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	cs, err := env.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("the kubernetes Service never appeared: %v", err)
+	}
+}
+
+// TestCachedListDefault: by default every kind is read with one LIST from
+// the watch cache (resourceVersion=0), never a watch or a page: pods
+// answered in protobuf, the rest in JSON; the snapshot is the one
+// paginated JSON LISTs give, so the protobuf pods are decoded exactly as
+// the JSON ones.
+func TestCachedListDefault(t *testing.T) {
+	env := testenv.Get(t)
+	var rec recorder
+	s, err := LoadLive(t.Context(), rec.config(env.AdminConfig()), LiveOptions{Kinds: liveKinds})
+	if err != nil {
+		t.Fatalf("LoadLive: %v\nrequests:\n%s", err, rec.log())
+	}
+	var got []string
+	for _, r := range rec.requests() {
+		got = append(got, r.String())
+	}
+	sort.Strings(got)
+	// Every kind but ClusterConfiguration (read from the ConfigMaps) has a
+	// resource of its own; the lab serves each kind's first resource.
+	want := []string{
+		"list /api/v1/configmaps?resourceVersion=0 200",
+		"list /api/v1/namespaces?resourceVersion=0 200",
+		"list /api/v1/nodes?resourceVersion=0 200",
+		"list /api/v1/services?resourceVersion=0 200",
+		"list /apis/apps/v1/daemonsets?resourceVersion=0 200",
+		"list /apis/apps/v1/deployments?resourceVersion=0 200",
+		"list /apis/apps/v1/replicasets?resourceVersion=0 200",
+		"list /apis/apps/v1/statefulsets?resourceVersion=0 200",
+		"list /apis/batch/v1/cronjobs?resourceVersion=0 200",
+		"list /apis/batch/v1/jobs?resourceVersion=0 200",
+		"list /apis/certificates.k8s.io/v1/certificatesigningrequests?resourceVersion=0 200",
+		"list /apis/node.k8s.io/v1/runtimeclasses?resourceVersion=0 200",
+		"list /apis/operator.tigera.io/v1/installations?resourceVersion=0 200",
+		"list /apis/operator.tigera.io/v1/tigerastatuses?resourceVersion=0 200",
+		"list /apis/projectcalico.org/v3/felixconfigurations?resourceVersion=0 200",
+		"list /apis/projectcalico.org/v3/ipamconfigurations?resourceVersion=0 200",
+		"list /apis/projectcalico.org/v3/ippools?resourceVersion=0 200",
+		"list-protobuf /api/v1/pods?resourceVersion=0 200",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("requests:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	if len(s.Pods)+len(s.Workloads) < 20 || len(s.IPPools) == 0 || len(s.ClusterConfigs) != 1 || len(s.Unavailable) != 0 {
+		t.Errorf("%d pods, %d workloads, %d IP pools, %d ClusterConfigurations, unavailable %v",
+			len(s.Pods), len(s.Workloads), len(s.IPPools), len(s.ClusterConfigs), s.Unavailable)
+	}
+	sameSnapshot(t, "cached LISTs", s, paginated(t, env, liveKinds))
+}
+
+// TestCachedListPodsWithoutProtobuf: a server that answers the pods' LIST
+// in JSON (the client here is made to accept JSON only) is asked again in
+// JSON, and the pods are the same.
+func TestCachedListPodsWithoutProtobuf(t *testing.T) {
+	env := testenv.Get(t)
+	rec := recorder{jsonOnly: map[string]bool{"/api/v1/pods": true}}
+	kinds := []Kind{KindPod, KindNode}
+	s, err := LoadLive(t.Context(), rec.config(env.AdminConfig()), LiveOptions{Kinds: kinds, Concurrency: 1})
+	if err != nil {
+		t.Fatalf("LoadLive: %v\nrequests:\n%s", err, rec.log())
+	}
+	want := "list /api/v1/pods?resourceVersion=0 200\nlist /api/v1/pods?resourceVersion=0 200\nlist /api/v1/nodes?resourceVersion=0 200\n"
+	var got strings.Builder
+	for _, r := range rec.requests() {
+		fmt.Fprintln(&got, r)
+	}
+	if got.String() != want {
+		t.Errorf("requests:\n%s\nwant:\n%s", got.String(), want)
+	}
+	sameSnapshot(t, "pods in JSON", s, paginated(t, env, kinds))
+}
+
+// TestCachedListForbidden: a user who may list nodes but not pods gets the
+// nodes, and pods are unavailable with the API server's reason, decoded
+// from its protobuf answer.
+func TestCachedListForbidden(t *testing.T) {
+	env := testenv.Get(t)
+	cs, err := env.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const user = "snapshot-nodes-only"
+	bind(t, cs, user, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}}})
+	cfg, err := env.UserConfig(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s *Snapshot
+	// The authorizer learns of the binding from its informer: wait for it.
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		s, err = LoadLive(ctx, cfg, LiveOptions{Kinds: []Kind{KindPod, KindNode}})
+		return err == nil && len(s.Nodes) > 0, err
+	}); err != nil {
+		t.Fatalf("LoadLive: %v", err)
+	}
+	msg := s.Unavailable[KindPod]
+	if !strings.HasPrefix(msg, "cannot list pods: ") || !strings.Contains(msg, `User "snapshot-nodes-only" cannot list resource "pods"`) {
+		t.Errorf("pods unavailable: %q", msg)
+	}
+	if s.Listed[KindPod] || !s.Listed[KindNode] || len(s.Pods) != 0 {
+		t.Errorf("listed %v, %d pods", s.Listed, len(s.Pods))
+	}
 }

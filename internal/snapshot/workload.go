@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 )
 
@@ -42,9 +43,25 @@ func (a *Affinity) RequiredTerms() []SelectorTerm {
 	return a.NodeAffinity.Required.NodeSelectorTerms
 }
 
-// Fields records which keys of a JSON object were set to a non-null value.
-// The checks need to know that a field is set, not what it holds.
-type Fields map[string]json.RawMessage
+// Fields records which keys of a JSON object (a security context) are set
+// to a non-null value: the checks need to know that a field is set, not
+// what it holds, except windowsOptions, whose value is kept. A sorted list
+// of keys rather than a map: a small map costs ~300 bytes, and doctor
+// keeps two or three per workload (bench/README.md).
+type Fields struct {
+	keys           []string
+	windowsOptions json.RawMessage
+}
+
+// securityContextKeys are the field names of Kubernetes' PodSecurityContext
+// and SecurityContext: a key among them is stored as this list's string,
+// not as a copy of its own.
+var securityContextKeys = []string{
+	"allowPrivilegeEscalation", "appArmorProfile", "capabilities", "fsGroup", "fsGroupChangePolicy",
+	"privileged", "procMount", "readOnlyRootFilesystem", "runAsGroup", "runAsNonRoot", "runAsUser",
+	"seLinuxChangePolicy", "seLinuxOptions", "seccompProfile", "supplementalGroups",
+	"supplementalGroupsPolicy", "sysctls", "windowsOptions",
+}
 
 // UnmarshalJSON keeps the keys with non-null values. It decodes through
 // unmarshalJSON (the faster decoder, encoding/json on an error) and
@@ -54,38 +71,43 @@ func (f *Fields) UnmarshalJSON(b []byte) error {
 	if err := unmarshalJSON(b, &m); err != nil {
 		return err
 	}
+	keys := make([]string, 0, len(m))
+	var wo json.RawMessage
 	for k, v := range m {
 		if string(v) == "null" {
-			delete(m, k)
+			continue
+		}
+		if i, ok := slices.BinarySearch(securityContextKeys, k); ok {
+			k = securityContextKeys[i]
+		}
+		keys = append(keys, k)
+		if k == "windowsOptions" {
+			wo = v
 		}
 	}
-	if m == nil {
-		m = map[string]json.RawMessage{}
-	}
-	*f = m
+	sort.Strings(keys)
+	*f = Fields{keys: keys, windowsOptions: wo}
 	return nil
 }
 
-// Keys returns the set keys, sorted.
-func (f Fields) Keys() []string {
-	ks := make([]string, 0, len(f))
-	for k := range f {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
+// Has reports whether key is set.
+func (f Fields) Has(key string) bool {
+	_, ok := slices.BinarySearch(f.keys, key)
+	return ok
 }
+
+// Keys returns the set keys, sorted.
+func (f Fields) Keys() []string { return slices.Clone(f.keys) }
 
 // HostProcess reports windowsOptions.hostProcess: true in a security context.
 func (f Fields) HostProcess() bool {
-	raw, ok := f["windowsOptions"]
-	if !ok {
+	if f.windowsOptions == nil {
 		return false
 	}
 	var w struct {
 		HostProcess *bool `json:"hostProcess"`
 	}
-	if json.Unmarshal(raw, &w) != nil || w.HostProcess == nil {
+	if json.Unmarshal(f.windowsOptions, &w) != nil || w.HostProcess == nil {
 		return false
 	}
 	return *w.HostProcess
@@ -225,17 +247,23 @@ type Workload struct {
 
 // PodStatus is the part of a pod's status the checks read.
 type PodStatus struct {
-	Phase             string `json:"phase,omitempty"`
-	ContainerStatuses []struct {
-		Name  string `json:"name"`
-		Ready bool   `json:"ready"`
-		State struct {
-			Waiting *struct {
-				Reason  string `json:"reason,omitempty"`
-				Message string `json:"message,omitempty"`
-			} `json:"waiting,omitempty"`
-		} `json:"state"`
-	} `json:"containerStatuses,omitempty"`
+	Phase             string            `json:"phase,omitempty"`
+	ContainerStatuses []ContainerStatus `json:"containerStatuses,omitempty"`
+}
+
+// ContainerStatus is the part of a container's status the checks read.
+type ContainerStatus struct {
+	Name  string `json:"name"`
+	Ready bool   `json:"ready"`
+	State struct {
+		Waiting *ContainerWaiting `json:"waiting,omitempty"`
+	} `json:"state"`
+}
+
+// ContainerWaiting is a waiting container's reason and message.
+type ContainerWaiting struct {
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 // WaitingReason returns the first waiting reason among containers.
