@@ -170,6 +170,9 @@ func boundaryCases() []boundary {
 		{"8 blocks for 4 nodes", map[string]any{"spec.network.podCIDR": "172.21.0.0/24", "spec.network.blockSize": 27}, "S202", "", "", nil},
 		{"8 blocks for 5 nodes", map[string]any{"spec.network.podCIDR": "172.21.0.0/24", "spec.network.blockSize": 27, "spec.nodes[+]": node("k8s-lab-node-3", "worker", "linux", "192.168.10.27")}, "S202", W, "spec.network.podCIDR", []string{"holds 8 /27 blocks for 5 nodes"}},
 		{"1 block for 1 node", map[string]any{"spec.network.podCIDR": "172.21.0.0/24", "spec.network.blockSize": 24, "spec.nodes": single}, "S202", W, "spec.network.podCIDR", []string{"holds 1 /24 block for 1 node,"}},
+		// ... at the ends of the block size range (20 and 32), where the rule is still checked.
+		{"1 /20 block for 4 nodes", map[string]any{"spec.network.podCIDR": "172.16.0.0/20", "spec.network.blockSize": 20}, "S202", E, "spec.network.podCIDR", []string{"172.16.0.0/20 holds 1 /20 block for 4 nodes"}},
+		{"2 /32 blocks for 4 nodes", map[string]any{"spec.network.podCIDR": "172.21.0.0/31", "spec.network.blockSize": 32}, "S202", E, "spec.network.podCIDR", []string{"172.21.0.0/31 holds 2 /32 blocks for 4 nodes"}},
 		{"2 blocks for 1 node", map[string]any{"spec.network.podCIDR": "172.21.0.0/24", "spec.network.blockSize": 25, "spec.nodes": single}, "S202", "", "", nil},
 		// S303: a Windows block keeps 4 addresses; at least one pod.
 		{"windows /29", map[string]any{"spec.network.blockSize": 29}, "S303", "", "", nil},

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -59,6 +60,19 @@ func TestParseRegistry(t *testing.T) {
 		{":5000", "", "no host"},
 		{"", "", "empty"},
 		{"reg.test/" + strings.Repeat("a", 240), "", "too long"},
+		// The limits at their edges (each found alive by gremlins).
+		{"://reg.test", "", "scheme"},                                              // a scheme at index 0
+		{"reg.test:5009", "reg.test:5009", ""},                                     // the digit 9 is a digit
+		{"reg.test:9999", "reg.test:9999", ""},                                     // likewise
+		{"reg.test:-5", "", "not a number"},                                        // a sign is not a digit
+		{"reg.test:5a", "", "not a number"},                                        // a letter after the digits
+		{strings.Repeat("a", 63) + ".test", strings.Repeat("a", 63) + ".test", ""}, // a 63-character label
+		{strings.Repeat("a", 64) + ".test", "", "not a DNS name"},                  // a 64-character one
+		{hostOfLength(253), "", "too long"},                                        // a 253-character name is a name (too long for images)
+		{hostOfLength(254), "", "not a DNS name"},                                  // a 254-character one is not
+		// image names of 255 characters: reg.test/ + 226 + /calico/node-windows
+		{"reg.test/" + strings.Repeat("a", 226), "reg.test/" + strings.Repeat("a", 226), ""},
+		{"reg.test/" + strings.Repeat("a", 227), "", "too long"},
 	}
 	for _, c := range cases {
 		r, err := ParseRegistry(c.in)
@@ -73,6 +87,17 @@ func TestParseRegistry(t *testing.T) {
 			t.Errorf("ParseRegistry(%q) error %q does not say %q", c.in, err, c.errWord)
 		}
 	}
+}
+
+// hostOfLength is a DNS name of n characters (n >= 64) in labels of at
+// most 63.
+func hostOfLength(n int) string {
+	h := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "."
+	h += strings.Repeat("d", n-len(h))
+	if len(h) != n {
+		panic(n)
+	}
+	return h
 }
 
 func testCertPEM(t *testing.T) []byte {
@@ -167,4 +192,115 @@ func TestBundleVersionsOnlyWithABundle(t *testing.T) {
 	if n := count(strings.Replace(src, "source: bundle", "source: upstream", 1)); n != 0 {
 		t.Errorf("upstream: %d S703 diagnostics, want 0", n)
 	}
+}
+
+// TestBundlePreReleaseCharacters: a bundle's pre-release takes exactly
+// [0-9A-Za-z-] and dots; each range is tested at both ends and at the
+// character just outside it, through S703 and badPreRelease.
+func TestBundlePreReleaseCharacters(t *testing.T) {
+	for _, id := range []string{"0", "9", "a", "z", "A", "Z", "-", "rc0", "rc.9", "Az-09"} {
+		if bad := badPreRelease(id); bad != "" {
+			t.Errorf("badPreRelease(%q) = %q, want it accepted", id, bad)
+		}
+	}
+	for _, id := range []string{"/", ":", "`", "{", "@", "[", "_", "rc~"} {
+		bad := badPreRelease(id)
+		if want := fmt.Sprintf("%q in the pre-release", id[len(id)-1]); !strings.HasPrefix(bad, want) {
+			t.Errorf("badPreRelease(%q) = %q, want it to start with %s", id, bad, want)
+		}
+	}
+	if bad := badPreRelease("rc..1"); bad != "an empty pre-release identifier" {
+		t.Errorf(`badPreRelease("rc..1") = %q`, bad)
+	}
+	// Through the rule: v1.38.0-rc.0 names a release file, v1.38.0-rc:0 does not.
+	src := mustRead(t, "testdata/valid/offline.yaml")
+	for _, c := range []struct {
+		version string
+		want    int
+	}{{"v1.38.0-rc.0", 0}, {"v1.38.0-rc.9", 0}, {"v1.38.0-RC.Z", 0}, {"v1.38.0-rc:0", 1}} {
+		s := strings.Replace(src, "\nspec:\n", "\nspec:\n  kubernetesVersion: "+c.version+"\n", 1)
+		n := 0
+		for _, d := range Parse("offline.yaml", []byte(s)).Diagnostics {
+			if d.Rule == "S703" {
+				n++
+			}
+		}
+		if n != c.want {
+			t.Errorf("kubernetesVersion %s with a bundle: %d S703 diagnostics, want %d", c.version, n, c.want)
+		}
+	}
+}
+
+// TestReadLimitedEdge: a file of exactly the limit is read, one byte more
+// is refused with the limit in the message.
+func TestReadLimitedEdge(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(file, []byte("0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := readLimited(context.Background(), file, 10); err != nil || string(data) != "0123456789" {
+		t.Errorf("10 bytes, limit 10: %q, %v", data, err)
+	}
+	if data, err := readLimited(context.Background(), file, 9); err == nil || err.Error() != "is larger than 9 bytes" {
+		t.Errorf("10 bytes, limit 9: %q, %v; want is larger than 9 bytes", data, err)
+	}
+}
+
+// TestRegistryCAOtherDiagnostics: the CA is still read when the spec has
+// errors elsewhere, and not read when the registryCA field itself has one
+// (a path leaving the spec's directory is never opened, even when a
+// certificate is there).
+func TestRegistryCAOtherDiagnostics(t *testing.T) {
+	cert := testCertPEM(t)
+	base := mustRead(t, "testdata/valid/offline.yaml")
+	load := func(t *testing.T, ca, src string) *Result {
+		t.Helper()
+		dir := t.TempDir()
+		specDir := filepath.Join(dir, "spec")
+		if err := os.Mkdir(specDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []string{dir, specDir} {
+			if err := os.WriteFile(filepath.Join(d, "ca.crt"), cert, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		src = strings.Replace(src, "    registry: registry.airgap.test:5000/mirror\n",
+			"    registry: registry.airgap.test:5000/mirror\n    registryCA: "+ca+"\n", 1)
+		file := filepath.Join(specDir, "cluster.yaml")
+		if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r, err := LoadFile(context.Background(), file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	t.Run("error elsewhere", func(t *testing.T) {
+		r := load(t, "ca.crt", strings.Replace(base, "    configure: systemd-networkd\n", "    configure: systemd-networkd\n    mtu: 1\n", 1))
+		errs := r.Diagnostics.Errors()
+		if len(errs) != 1 || errs[0].Rule != "S108" {
+			t.Fatalf("want the one S108 error, got:\n%s", diagText(r.Diagnostics))
+		}
+		if string(r.Cluster.Spec.Images.RegistryCAData) != string(cert) {
+			t.Errorf("the CA was not read beside a spec with an S108 error")
+		}
+	})
+	t.Run("error on the field", func(t *testing.T) {
+		r := load(t, "../ca.crt", base)
+		var mine Diagnostics
+		for _, d := range r.Diagnostics {
+			if d.Path == "spec.images.registryCA" {
+				mine = append(mine, d)
+			}
+		}
+		if len(mine) != 1 || mine[0].Severity != SeverityError || !strings.Contains(mine[0].Message, "must be a file beside the spec") {
+			t.Errorf("want one S701 error on registryCA, got:\n%s", diagText(r.Diagnostics))
+		}
+		if r.Cluster.Spec.Images.RegistryCAData != nil {
+			t.Errorf("../ca.crt, outside the spec's directory, was read")
+		}
+	})
 }
