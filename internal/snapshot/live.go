@@ -275,8 +275,6 @@ func (s *Snapshot) listResource(ctx context.Context, rc rest.Interface, k Kind, 
 	}
 	// Pages are fetched and decoded in a pipeline: while one page's items
 	// are decoded into the small structs, the next page is on its way.
-	apiVersion := r.groupVersion
-	kindName := string(k)
 	items := make(chan []json.RawMessage, 1)
 	decoded := make(chan error, 1)
 	go func() {
@@ -286,8 +284,7 @@ func (s *Snapshot) listResource(ctx context.Context, rc rest.Interface, k Kind, 
 				continue
 			}
 			for _, it := range batch {
-				if err := s.AddKind(k, apiVersion, kindName, it, Source{}); err != nil {
-					derr = fmt.Errorf("%s %s: %w", kindName, nameOf(it), err)
+				if derr = s.addListed(k, r, it); derr != nil {
 					break
 				}
 			}
@@ -352,13 +349,21 @@ func (s *Snapshot) cachedList(ctx context.Context, rc rest.Interface, k Kind, r 
 	defer body.Close()
 	n := 0
 	err = readJSONListItems(jsontext.NewDecoder(body, jsonv1.DefaultOptionsV1()), func(item []byte) error {
-		if err := s.AddKind(k, r.groupVersion, string(k), item, Source{}); err != nil {
-			return fmt.Errorf("%s %s: %w", k, nameOf(item), err)
+		if err := s.addListed(k, r, item); err != nil {
+			return err
 		}
 		n++
 		return nil
 	})
 	return n, err
+}
+
+// addListed adds one object of kind k read from r; an error names it.
+func (s *Snapshot) addListed(k Kind, r resource, item []byte) error {
+	if err := s.AddKind(k, r.groupVersion, string(k), item, Source{}); err != nil {
+		return fmt.Errorf("%s %s: %w", k, nameOf(item), err)
+	}
+	return nil
 }
 
 // readJSONListItems reads a JSON List object from dec and calls item with
@@ -433,8 +438,8 @@ func (s *Snapshot) watchList(ctx context.Context, rc rest.Interface, k Kind, r r
 	err = readWatchEvents(jsontext.NewDecoder(body, jsonv1.DefaultOptionsV1()), func(typ string, obj []byte) (bool, error) {
 		switch typ {
 		case "ADDED":
-			if err := s.AddKind(k, r.groupVersion, string(k), obj, Source{}); err != nil {
-				return false, fmt.Errorf("%s %s: %w", k, nameOf(obj), err)
+			if err := s.addListed(k, r, obj); err != nil {
+				return false, err
 			}
 			n++
 			return false, nil
