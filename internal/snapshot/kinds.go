@@ -224,6 +224,13 @@ func decodeNode(s *Snapshot, _ Kind, data []byte, id identity) error {
 		return err
 	}
 	id.fill(&v.Object)
+	// Only the Ready condition is read (HC203); the pressure conditions
+	// and their messages were a third of a node's size.
+	var ready []Condition
+	if c := v.Condition("Ready"); c != nil {
+		ready = []Condition{*c}
+	}
+	v.Status.Conditions = ready
 	s.locked(func() {
 		s.Nodes = append(s.Nodes, v)
 		if s.slimPods {

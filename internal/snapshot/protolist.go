@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -47,15 +48,11 @@ func (s *Snapshot) listPodsProtobuf(ctx context.Context, rc rest.Interface, r re
 		return 0, err
 	}
 	defer body.Close()
-	var pod corev1.Pod
+	var scratch podScratch
 	n := 0
 	err = readProtoList(bufio.NewReaderSize(body, 64<<10), func(item []byte) error {
-		pod.Reset()
-		if err := pod.Unmarshal(item); err != nil {
-			return fmt.Errorf("decode pod %d of the list: %w", n+1, err)
-		}
-		if err := s.addTypedPod(&pod); err != nil {
-			return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		if err := s.addPodProto(item, &scratch); err != nil {
+			return fmt.Errorf("pod %d of the list: %w", n+1, err)
 		}
 		n++
 		return nil
@@ -63,12 +60,121 @@ func (s *Snapshot) listPodsProtobuf(ctx context.Context, rc rest.Interface, r re
 	return n, err
 }
 
+// podScratch holds what addPodProto decodes into, reused from pod to pod.
+type podScratch struct {
+	meta   metav1.ObjectMeta
+	status corev1.PodStatus
+	pod    corev1.Pod
+}
+
+// addPodProto stores one pod from its protobuf encoding. A pod a
+// controller owns needs only its metadata, spec.nodeName and status:
+// those are decoded and the rest of the spec (most of a pod: containers,
+// volumes, tolerations) is skipped; any other pod, or one whose encoding
+// is unusual (a part repeated), is decoded whole. TestTypedPodSameAsJSON
+// checks both against the JSON path.
+func (s *Snapshot) addPodProto(item []byte, scratch *podScratch) error {
+	if meta, spec, status, ok := podParts(item); ok {
+		m := &scratch.meta
+		m.Reset()
+		if err := m.Unmarshal(meta); err != nil {
+			return fmt.Errorf("decode metadata: %w", err)
+		}
+		if o := typedController(m.OwnerReferences); o != nil {
+			if node, ok := specNodeName(spec); ok {
+				st := &scratch.status
+				st.Reset()
+				if err := st.Unmarshal(status); err != nil {
+					return fmt.Errorf("pod %s/%s: decode status: %w", m.Namespace, m.Name, err)
+				}
+				s.addOwnedPod(slimPod(m, node, st, o))
+				return nil
+			}
+		}
+	}
+	p := &scratch.pod
+	p.Reset()
+	if err := p.Unmarshal(item); err != nil {
+		return fmt.Errorf("decode: %w", err)
+	}
+	if err := s.addTypedPod(p); err != nil {
+		return fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return nil
+}
+
+// podParts splits a Pod's protobuf encoding into its metadata (field 1),
+// spec (2) and status (3); ok is false when it cannot be parsed or a part
+// comes twice (the generated decoder would merge them).
+func podParts(b []byte) (meta, spec, status []byte, ok bool) {
+	var seen [4]bool
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, nil, nil, false
+		}
+		b = b[n:]
+		if typ == protowire.BytesType && num >= 1 && num <= 3 {
+			v, m := protowire.ConsumeBytes(b)
+			if m < 0 || seen[num] {
+				return nil, nil, nil, false
+			}
+			seen[num] = true
+			switch num {
+			case 1:
+				meta = v
+			case 2:
+				spec = v
+			case 3:
+				status = v
+			}
+			b = b[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return nil, nil, nil, false
+		}
+		b = b[m:]
+	}
+	return meta, spec, status, true
+}
+
+// specNodeName reads spec.nodeName (PodSpec field 10) from a PodSpec's
+// encoding without decoding the rest; the last one wins, as in the
+// generated decoder.
+func specNodeName(b []byte) (string, bool) {
+	node := ""
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return "", false
+		}
+		b = b[n:]
+		if num == 10 && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(b)
+			if m < 0 {
+				return "", false
+			}
+			node = string(v)
+			b = b[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return "", false
+		}
+		b = b[m:]
+	}
+	return node, true
+}
+
 // addTypedPod stores a pod decoded from protobuf exactly as decodePod
 // stores the same pod read as JSON: a pod a controller owns as a slim Pod
 // built here (TestTypedPodSameAsJSON), a bare pod through its JSON form
 // (rare, and it keeps the whole spec).
 func (s *Snapshot) addTypedPod(p *corev1.Pod) error {
-	o := typedController(p)
+	o := typedController(p.OwnerReferences)
 	if o == nil {
 		data, err := json.Marshal(p)
 		if err != nil {
@@ -76,14 +182,20 @@ func (s *Snapshot) addTypedPod(p *corev1.Pod) error {
 		}
 		return s.AddKind(KindPod, "v1", "Pod", data, Source{})
 	}
-	sp := &Pod{Namespace: p.Namespace, Name: p.Name, NodeName: p.Spec.NodeName, App: p.Labels["k8s-app"],
+	s.addOwnedPod(slimPod(&p.ObjectMeta, p.Spec.NodeName, &p.Status, o))
+	return nil
+}
+
+// slimPod is the Pod decodePod keeps of an owned pod, from typed parts.
+func slimPod(m *metav1.ObjectMeta, nodeName string, st *corev1.PodStatus, o *metav1.OwnerReference) *Pod {
+	sp := &Pod{Namespace: m.Namespace, Name: m.Name, NodeName: nodeName, App: m.Labels["k8s-app"],
 		Owner:  OwnerRef{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name},
-		Status: PodStatus{Phase: string(p.Status.Phase)}}
+		Status: PodStatus{Phase: string(st.Phase)}}
 	if o.Controller != nil {
 		c := *o.Controller
 		sp.Owner.Controller = &c
 	}
-	if cs := p.Status.ContainerStatuses; len(cs) > 0 {
+	if cs := st.ContainerStatuses; len(cs) > 0 {
 		sp.Status.ContainerStatuses = make([]ContainerStatus, len(cs))
 		for i := range cs {
 			c := &sp.Status.ContainerStatuses[i]
@@ -93,13 +205,11 @@ func (s *Snapshot) addTypedPod(p *corev1.Pod) error {
 			}
 		}
 	}
-	s.addOwnedPod(sp)
-	return nil
+	return sp
 }
 
-// typedController is Meta.Controller for a typed pod.
-func typedController(p *corev1.Pod) *metav1.OwnerReference {
-	refs := p.OwnerReferences
+// typedController is Meta.Controller for typed owner references.
+func typedController(refs []metav1.OwnerReference) *metav1.OwnerReference {
 	for i := range refs {
 		if c := refs[i].Controller; c != nil && *c {
 			return &refs[i]

@@ -176,7 +176,11 @@ func TestTypedPodSameAsJSON(t *testing.T) {
 				{Name: "c2", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
 				{Name: "c3", State: waiting("", "")}}}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "lone-unmarked", OwnerReferences: []metav1.OwnerReference{ref("ReplicaSet", "rs", nil)}},
-			Spec: corev1.PodSpec{NodeName: "linux-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}},
+			Spec: corev1.PodSpec{NodeName: "linux-1", NodeSelector: map[string]string{"a": "b"}, Hostname: "h",
+				Containers: []corev1.Container{{Name: "app", Image: "nginx", Args: []string{"-x"}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "owned-unscheduled", OwnerReferences: []metav1.OwnerReference{ref("ReplicaSet", "rs", &yes)}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "two-unmarked",
 			OwnerReferences: []metav1.OwnerReference{ref("ReplicaSet", "r1", nil), ref("ReplicaSet", "r2", &no)}},
 			Spec: corev1.PodSpec{NodeName: "win-1", NodeSelector: map[string]string{"kubernetes.io/os": "windows"},
@@ -185,8 +189,11 @@ func TestTypedPodSameAsJSON(t *testing.T) {
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true}}}},
 	}
 	for _, slim := range []bool{false, true} {
-		fromJSON, fromProto := New(), New()
-		for _, s := range []*Snapshot{fromJSON, fromProto} {
+		// fromProto reads the encoding as the list reader does (owned pods
+		// without their spec but nodeName); fromTyped decodes each pod whole.
+		fromJSON, fromProto, fromTyped := New(), New(), New()
+		var scratch podScratch
+		for _, s := range []*Snapshot{fromJSON, fromProto, fromTyped} {
 			s.Nodes = []*Node{{Object: Object{Meta: Meta{Name: "win-1", Labels: map[string]string{"kubernetes.io/os": "windows"}}}}}
 			if slim {
 				s.SlimPods()
@@ -205,26 +212,31 @@ func TestTypedPodSameAsJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if err := fromProto.addPodProto(b, &scratch); err != nil {
+				t.Fatal(err)
+			}
 			var p corev1.Pod
 			if err := p.Unmarshal(b); err != nil {
 				t.Fatal(err)
 			}
-			if err := fromProto.addTypedPod(&p); err != nil {
+			if err := fromTyped.addTypedPod(&p); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if len(fromJSON.Pods) != 2 || len(fromJSON.Workloads) != 1 {
-			t.Fatalf("slim %t: the JSON way kept %d pods and %d workloads, want 2 and 1", slim, len(fromJSON.Pods), len(fromJSON.Workloads))
+		if len(fromJSON.Pods) != 3 || len(fromJSON.Workloads) != 1 {
+			t.Fatalf("slim %t: the JSON way kept %d pods and %d workloads, want 3 and 1", slim, len(fromJSON.Pods), len(fromJSON.Workloads))
 		}
-		for what, pair := range map[string][2]any{
-			"pods":      {fromJSON.Pods, fromProto.Pods},
-			"workloads": {fromJSON.Workloads, fromProto.Workloads},
-			"dropped":   {fromJSON.PodsDropped, fromProto.PodsDropped},
-		} {
-			if !reflect.DeepEqual(pair[0], pair[1]) {
-				j, _ := json.MarshalIndent(pair[0], "", " ")
-				p, _ := json.MarshalIndent(pair[1], "", " ")
-				t.Errorf("slim %t: %s differ:\nJSON:     %s\nprotobuf: %s", slim, what, j, p)
+		for _, other := range []*Snapshot{fromProto, fromTyped} {
+			for what, pair := range map[string][2]any{
+				"pods":      {fromJSON.Pods, other.Pods},
+				"workloads": {fromJSON.Workloads, other.Workloads},
+				"dropped":   {fromJSON.PodsDropped, other.PodsDropped},
+			} {
+				if !reflect.DeepEqual(pair[0], pair[1]) {
+					j, _ := json.MarshalIndent(pair[0], "", " ")
+					p, _ := json.MarshalIndent(pair[1], "", " ")
+					t.Errorf("slim %t: %s differ:\nJSON:     %s\nprotobuf: %s", slim, what, j, p)
+				}
 			}
 		}
 	}
@@ -319,4 +331,65 @@ func TestFieldsKeys(t *testing.T) {
 	if (Fields{}).HostProcess() || (Fields{}).Has("runAsUser") {
 		t.Error("the zero Fields has something")
 	}
+}
+
+// TestNodeKeepsReadyOnly: of a node's conditions only Ready is kept, with
+// its reason and message, wherever it is in the list; none without it.
+func TestNodeKeepsReadyOnly(t *testing.T) {
+	s := New()
+	for _, n := range []string{
+		`{"metadata":{"name":"a"},"status":{"conditions":[{"type":"MemoryPressure","status":"False","message":"ok"},{"type":"Ready","status":"False","reason":"KubeletNotReady","message":"NetworkPluginNotReady"},{"type":"PIDPressure","status":"False"}]}}`,
+		`{"metadata":{"name":"b"},"status":{"conditions":[{"type":"DiskPressure","status":"False"}]}}`,
+	} {
+		if err := s.AddKind(KindNode, "v1", "Node", []byte(n), Source{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []Condition{{Type: "Ready", Status: "False", Reason: "KubeletNotReady", Message: "NetworkPluginNotReady"}}
+	if got := s.Nodes[0].Status.Conditions; !reflect.DeepEqual(got, want) {
+		t.Errorf("node a: %+v, want %+v", got, want)
+	}
+	if got := s.Nodes[1].Status.Conditions; got != nil {
+		t.Errorf("node b: %+v, want none", got)
+	}
+}
+
+// FuzzAddPodProto: any bytes as a pod never panic, and whenever the
+// generated decoder accepts them, the fast path (metadata, nodeName and
+// status only) stores exactly what decoding the whole pod stores.
+func FuzzAddPodProto(f *testing.F) {
+	yes := true
+	for _, p := range []corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p", Labels: map[string]string{"k8s-app": "x"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "DaemonSet", Name: "d", Controller: &yes}}},
+			Spec: corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "c", Image: "i"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "c", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "r", Message: "m"}}}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "bare"}, Spec: corev1.PodSpec{NodeName: "n"}},
+	} {
+		b, err := p.Marshal()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+		f.Add(append(b, b...)) // every part twice: merged by the generated decoder
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, whole := New(), New()
+		var scratch podScratch
+		fastErr := fast.addPodProto(data, &scratch)
+		var p corev1.Pod
+		if p.Unmarshal(data) != nil {
+			return
+		}
+		if err := whole.addTypedPod(&p); err != nil {
+			return // not JSON-encodable: the whole path fails too
+		}
+		if fastErr != nil {
+			t.Fatalf("the fast path failed (%v) where the whole pod decodes", fastErr)
+		}
+		if !reflect.DeepEqual(fast.Pods, whole.Pods) || !reflect.DeepEqual(fast.Workloads, whole.Workloads) {
+			t.Fatalf("fast path %+v %+v, whole pod %+v %+v", fast.Pods, fast.Workloads, whole.Pods, whole.Workloads)
+		}
+	})
 }
