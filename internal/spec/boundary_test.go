@@ -135,6 +135,16 @@ func (c boundary) run(t *testing.T) {
 	t.Errorf("%s: want %s %s at %s, got:\n%s", c.name, c.sev, c.rule, c.path, diagText(r.Diagnostics))
 }
 
+// winFirst is the lab's nodes with the Windows node first.
+func winFirst() []any {
+	return []any{
+		node("k8s-lab-win-1", "worker", "windows", "192.168.10.25"),
+		node("k8s-lab-master-1", "control-plane", "linux", "192.168.10.23"),
+		node("k8s-lab-node-1", "worker", "linux", "192.168.10.24"),
+		node("k8s-lab-node-2", "worker", "linux", "192.168.10.26"),
+	}
+}
+
 // boundaryCases are both sides of every numeric and length limit of
 // Rules(). TestSchemaAgreesWithRules runs them through the JSON Schema too.
 func boundaryCases() []boundary {
@@ -178,6 +188,8 @@ func boundaryCases() []boundary {
 		{"windows /29", map[string]any{"spec.network.blockSize": 29}, "S303", "", "", nil},
 		{"windows /30", map[string]any{"spec.network.blockSize": 30}, "S303", E, "spec.network.blockSize", []string{"/30 blocks leave 0 addresses"}},
 		{"linux-only /30", map[string]any{"spec.network.blockSize": 30, "spec.nodes[3]": node("k8s-lab-node-3", "worker", "linux", "192.168.10.25")}, "S303", "", "", nil},
+		// ... and at the top of the block size range, where the rule is still checked.
+		{"windows /32", map[string]any{"spec.network.blockSize": 32}, "S303", E, "spec.network.blockSize", []string{"/32 blocks leave 0 addresses"}},
 		// S108: MTU 1280-9000.
 		{"mtu 1279", map[string]any{"spec.network.mtu": 1279}, "S108", E, "spec.network.mtu", []string{"1279 is outside 1280-9000"}},
 		{"mtu 1280", map[string]any{"spec.network.mtu": 1280}, "S108", "", "", nil},
@@ -205,6 +217,11 @@ func boundaryCases() []boundary {
 		{"0 linux workers", map[string]any{"spec.nodes[1].role": "control-plane", "spec.nodes[2].role": "control-plane"}, "S403", E, "spec.nodes", []string{"no Linux worker"}},
 		{"1 linux worker", map[string]any{"spec.nodes[2].os": "windows", "spec.nodes[2].name": "k8s-lab-win-2", "spec.nodes[2].windows": map[string]any{"build": "10.0.26100"}}, "S403", W, "spec.nodes", []string{"one Linux worker"}},
 		{"2 linux workers", map[string]any{}, "S403", "", "", nil},
+		// S401, S402, S403 with the Windows node first in the list (spec.nodes[0]).
+		{"windows first, VXLANCrossSubnet", map[string]any{"spec.nodes": winFirst(), "spec.calico.encapsulation": "VXLANCrossSubnet"}, "S401", E, "spec.calico.encapsulation", []string{`"VXLANCrossSubnet", but spec.nodes[0] (k8s-lab-win-1) runs Windows`}},
+		{"windows first, BGP", map[string]any{"spec.nodes": winFirst(), "spec.calico.bgp": "Enabled"}, "S402", E, "spec.calico.bgp", []string{`"Enabled", but spec.nodes[0] (k8s-lab-win-1) runs Windows`}},
+		{"windows first, no linux worker", map[string]any{"spec.nodes": winFirst()[:2]}, "S403", E, "spec.nodes", []string{"a Windows node (k8s-lab-win-1) but no Linux worker"}},
+		{"windows first, one linux worker", map[string]any{"spec.nodes": winFirst()[:3]}, "S403", W, "spec.nodes", []string{"one Linux worker"}},
 		// S404: an even number of control planes is a warning.
 		{"2 control planes", map[string]any{"spec.nodes[+]": node("k8s-lab-master-2", "control-plane", "linux", "192.168.10.22")}, "S404", W, "spec.nodes", []string{"has 2 control-plane nodes"}},
 		{"3 control planes", map[string]any{"spec.nodes[+]": node("k8s-lab-master-2", "control-plane", "linux", "192.168.10.22"), "spec.nodes[1].role": "control-plane"}, "S404", "", "", nil},
@@ -368,6 +385,33 @@ func TestDiagnosticOrderAndFormat(t *testing.T) {
 	} {
 		if got := c.d.String(); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.d, got, c.want)
+		}
+	}
+}
+
+// TestControlPlaneCount: S404 says exactly one thing about the count of
+// control-plane nodes: none is an error without the even-count warning (0
+// is even), and a spec without nodes is left to S106.
+func TestControlPlaneCount(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		edits map[string]any
+		want  string
+	}{
+		{"no control plane", map[string]any{"spec.nodes[0].role": "worker"}, "error spec.nodes: has no control-plane node"},
+		{"no nodes", map[string]any{"spec.nodes": []any{}}, ""},
+		{"one control plane", nil, ""},
+		{"two control planes", map[string]any{"spec.nodes[1].role": "control-plane"}, "warning spec.nodes: has 2 control-plane nodes; an even number of etcd members tolerates no more failures than one fewer"},
+	} {
+		r := Parse("cluster.yaml", variant(t, c.edits))
+		var got []string
+		for _, d := range r.Diagnostics {
+			if d.Rule == "S404" {
+				got = append(got, fmt.Sprintf("%s %s: %s", d.Severity, d.Path, d.Message))
+			}
+		}
+		if strings.Join(got, "\n") != c.want {
+			t.Errorf("%s: S404 diagnostics\n%s\nwant\n%s", c.name, strings.Join(got, "\n"), c.want)
 		}
 	}
 }
