@@ -217,6 +217,9 @@ func boundaryCases() []boundary {
 		{"0 linux workers", map[string]any{"spec.nodes[1].role": "control-plane", "spec.nodes[2].role": "control-plane"}, "S403", E, "spec.nodes", []string{"no Linux worker"}},
 		{"1 linux worker", map[string]any{"spec.nodes[2].os": "windows", "spec.nodes[2].name": "k8s-lab-win-2", "spec.nodes[2].windows": map[string]any{"build": "10.0.26100"}}, "S403", W, "spec.nodes", []string{"one Linux worker"}},
 		{"2 linux workers", map[string]any{}, "S403", "", "", nil},
+		// S603: encapsulation None needs BGP (Linux-only clusters, so that S401/S402 stay out of it).
+		{"None with BGP", map[string]any{"spec.calico.encapsulation": "None", "spec.calico.bgp": "Enabled", "spec.nodes[3]": node("k8s-lab-node-3", "worker", "linux", "192.168.10.25")}, "S603", "", "", nil},
+		{"None without BGP", map[string]any{"spec.calico.encapsulation": "None", "spec.calico.bgp": "Disabled", "spec.nodes[3]": node("k8s-lab-node-3", "worker", "linux", "192.168.10.25")}, "S603", E, "spec.calico.encapsulation", []string{"None needs BGP"}},
 		// S401, S402, S403 with the Windows node first in the list (spec.nodes[0]).
 		{"windows first, VXLANCrossSubnet", map[string]any{"spec.nodes": winFirst(), "spec.calico.encapsulation": "VXLANCrossSubnet"}, "S401", E, "spec.calico.encapsulation", []string{`"VXLANCrossSubnet", but spec.nodes[0] (k8s-lab-win-1) runs Windows`}},
 		{"windows first, BGP", map[string]any{"spec.nodes": winFirst(), "spec.calico.bgp": "Enabled"}, "S402", E, "spec.calico.bgp", []string{`"Enabled", but spec.nodes[0] (k8s-lab-win-1) runs Windows`}},
