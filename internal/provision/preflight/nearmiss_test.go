@@ -1,0 +1,332 @@
+package preflight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/transport"
+)
+
+// Near-miss cases for the checks and the parsers, one on each side of every
+// limit (written for the mutants gremlins found alive; docs/testing.md).
+
+// preparedOK are the facts of a Linux worker that passes every check.
+func preparedOK() *Facts {
+	return &Facts{Host: linuxWorker.Name, OSID: "ubuntu", OSVersionID: "26.04", ProductUUID: "u", MachineID: "m", SwapKnown: true,
+		TimeSynced: "yes", ClockSkewKnown: true, Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}}
+}
+
+func messages(fs []Finding) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, string(f.Severity)+": ["+f.Check+"] "+f.Message)
+	}
+	return out
+}
+
+// TestClockSkewLimits: over the limit (default 30 s) an error, over half
+// of it (and over the 2 s of noise) a warning, at each limit not yet.
+func TestClockSkewLimits(t *testing.T) {
+	for _, tc := range []struct {
+		max, skew time.Duration
+		want      string // "" no finding
+	}{
+		{0, 15 * time.Second, ""},
+		{0, 16 * time.Second, "warning: [clock-skew] the clock is 16s off this machine's"},
+		{0, -16 * time.Second, "warning: [clock-skew] the clock is -16s off this machine's"},
+		{0, 30 * time.Second, "warning: [clock-skew] the clock is 30s off this machine's"},
+		{0, 31 * time.Second, "error: [clock-skew] the clock is 31s off this machine's"},
+		{0, -31 * time.Second, "error: [clock-skew] the clock is -31s off this machine's"},
+		{-time.Second, 16 * time.Second, "warning: [clock-skew] the clock is 16s off this machine's"},
+		{10 * time.Second, 5 * time.Second, ""},
+		{10 * time.Second, 6 * time.Second, "warning: [clock-skew] the clock is 6s off this machine's"},
+		{10 * time.Second, 11 * time.Second, "error: [clock-skew] the clock is 11s off this machine's"},
+		// Half of a 3 s limit is under the noise: 2 s is not reported.
+		{3 * time.Second, 2 * time.Second, ""},
+		{3 * time.Second, 3 * time.Second, "warning: [clock-skew] the clock is 3s off this machine's"},
+		{3 * time.Second, 4 * time.Second, "error: [clock-skew] the clock is 4s off this machine's"},
+	} {
+		f := preparedOK()
+		f.ClockSkew = tc.skew
+		x := labExpect
+		x.MaxClockSkew = tc.max
+		got := messages(CheckPrepared(f, linuxWorker, x))
+		var want []string
+		if tc.want != "" {
+			want = []string{tc.want}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("limit %v, skew %v: got %q, want %q", tc.max, tc.skew, got, want)
+		}
+	}
+	// An unknown skew is not reported.
+	f := preparedOK()
+	f.ClockSkewKnown, f.ClockSkew = false, time.Hour
+	if got := CheckPrepared(f, linuxWorker, labExpect); len(got) != 0 {
+		t.Errorf("unknown skew: %v", got)
+	}
+}
+
+// TestAPINameNearMisses: with no control-plane addresses to compare, any
+// resolution passes; with them, one matching address among others passes.
+func TestAPINameNearMisses(t *testing.T) {
+	x := Expect{APIName: "k8s-lab-api.example.com"}
+	for _, tc := range []struct {
+		addrs, resolved []string
+		want            string
+	}{
+		{nil, []string{"10.0.0.9"}, ""},
+		{nil, nil, "error: [api-name-resolves] k8s-lab-api.example.com does not resolve on the host"},
+		{[]string{"192.168.10.23", "192.168.10.24"}, []string{"10.0.0.9", "192.168.10.24"}, ""},
+		{[]string{"192.168.10.23"}, []string{"10.0.0.9", "10.0.0.8"}, "error: [api-name-resolves] k8s-lab-api.example.com resolves to 10.0.0.9, 10.0.0.8, want 192.168.10.23"},
+	} {
+		f := preparedOK()
+		f.Resolved = tc.resolved
+		x.APIAddresses = tc.addrs
+		got := strings.Join(messages(CheckPrepared(f, linuxWorker, x)), "\n")
+		if tc.want == "" && got != "" || !strings.HasPrefix(got, tc.want) {
+			t.Errorf("addresses %v, resolved %v: got %q, want %q", tc.addrs, tc.resolved, got, tc.want)
+		}
+	}
+}
+
+// TestOSVersionExpectations: the ID and the version are each compared, and
+// an empty expectation accepts any.
+func TestOSVersionExpectations(t *testing.T) {
+	for _, tc := range []struct {
+		id, version string
+		x           Expect
+		warn        bool
+	}{
+		{"fedora", "26.04", labExpect, true}, // right version, wrong distribution
+		{"ubuntu", "26.10", labExpect, true},
+		{"ubuntu", "26.04", labExpect, false},
+		{"rocky", "9", Expect{}, false},
+		{"rocky", "9", Expect{LinuxVersionID: "9"}, false},
+		{"rocky", "9", Expect{LinuxID: "rocky"}, false},
+		{"rocky", "10", Expect{LinuxVersionID: "9"}, true},
+		{"", "", Expect{}, true}, // unreadable
+	} {
+		f := preparedOK()
+		f.OSID, f.OSVersionID, f.OSPrettyName = tc.id, tc.version, tc.id+" "+tc.version
+		got := findingsOf(CheckHost(f, linuxWorker, tc.x), CheckOSVersion)
+		if (len(got) == 1) != tc.warn || len(got) > 1 {
+			t.Errorf("%s %s against %+v: %v", tc.id, tc.version, tc.x, got)
+		}
+	}
+	f := preparedOK()
+	f.OSID, f.OSVersionID, f.OSPrettyName = "fedora", "26.04", "Fedora Linux 26.04"
+	if got, want := findingsOf(CheckHost(f, linuxWorker, labExpect), CheckOSVersion),
+		[]string{"warning: Fedora Linux 26.04 (fedora 26.04), the procedure is written for ubuntu 26.04"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestWindowsInstallationType: Server and Server Core pass, anything else
+// read (a client edition) warns, nothing read is not guessed at.
+func TestWindowsInstallationType(t *testing.T) {
+	for typ, warn := range map[string]bool{"Server": false, "Server Core": false, "Client": true, "Nano Server": true, "": false} {
+		f := &Facts{Host: winWorker.Name, WindowsBuild: "26100", WindowsInstallationType: typ}
+		got := findingsOf(CheckHost(f, winWorker, labExpect), CheckOSVersion)
+		if (len(got) == 1) != warn || len(got) > 1 {
+			t.Errorf("installation type %q: %v", typ, got)
+		}
+		if warn && len(got) == 1 && got[0] != fmt.Sprintf("warning: installation type %q; the guide uses Windows Server (Core)", typ) {
+			t.Errorf("message: %s", got[0])
+		}
+	}
+}
+
+// TestContainerHostMessage names the cgroup version, or says it is unknown.
+func TestContainerHostMessage(t *testing.T) {
+	for v, want := range map[string]string{"v1": "(cgroup v1)", "v2": "(cgroup v2)", "": "(cgroup version unknown)"} {
+		f := preparedOK()
+		f.Container, f.CgroupVersion = "lxc", v
+		got := findingsOf(CheckHost(f, linuxWorker, labExpect), CheckContainerHost)
+		if len(got) != 1 || !strings.Contains(got[0], "the host is a lxc container "+want+":") {
+			t.Errorf("cgroup %q: %v", v, got)
+		}
+	}
+}
+
+// TestCheckClusterOrder: by check in list order, then host in the order
+// the hosts were given.
+func TestCheckClusterOrder(t *testing.T) {
+	got := CheckCluster([]*Facts{
+		{Host: "c", ProductUUID: "u1", MachineID: "m1"},
+		{Host: "a", ProductUUID: "u1", MachineID: "m1"},
+		{Host: "b", ProductUUID: "u1", MachineID: "m2"},
+	})
+	var s []string
+	for _, f := range got {
+		s = append(s, f.Check+"@"+f.Host)
+	}
+	want := []string{"product-uuid-unique@c", "product-uuid-unique@a", "product-uuid-unique@b", "machine-id-unique@c", "machine-id-unique@a"}
+	if !slices.Equal(s, want) {
+		t.Errorf("got %v, want %v", s, want)
+	}
+}
+
+// TestParseNearMisses: the parsers on the inputs next to the usual ones.
+func TestParseNearMisses(t *testing.T) {
+	osr := ParseOSRelease("EMPTY=\"\"\nONE=\"x\"\nESC=\"a \\\"q\\\" \\\\ \\$HOME \\`date\\` \\n\"\n" +
+		"TRAIL=\"ends in \\\"\nSINGLE='it \\\"stays\\\"'\n")
+	for k, want := range map[string]string{"EMPTY": "", "ONE": "x", "ESC": `a "q" \ $HOME ` + "`date`" + ` \n`, "TRAIL": `ends in \`, "SINGLE": `it \"stays\"`} {
+		if got, ok := osr[k]; !ok || got != want {
+			t.Errorf("%s: got %q (%v), want %q", k, got, ok, want)
+		}
+	}
+	// The local address is the second field and the state the fourth,
+	// however few fields follow; an address without a host part still has
+	// its port after the colon.
+	ports := ParseProcNetTCP("0: 00000000:0016 00000000:0000 0A\n1: :01BB 00000000:0000 0A 0\n2: 00000000:0050 00000000:0000\n")
+	if !ports[22] || !ports[443] || ports[80] || len(ports) != 2 {
+		t.Errorf("listening: %v", ports)
+	}
+
+	h := linuxWorker
+	if f := Parse(h, "### hybridctl kubelet-conf\n### hybridctl end\n"); f.KubeletConfigured {
+		t.Error("an empty kubelet-conf section: not configured")
+	}
+	if f := Parse(h, "### hybridctl kubelet-conf\npresent\n"); !f.KubeletConfigured {
+		t.Error("kubelet-conf present: configured")
+	}
+	if f := Parse(h, "### hybridctl epoch\n0\n"); f.HostEpoch != 0 {
+		t.Errorf("epoch 0: %d", f.HostEpoch)
+	}
+	// A section line longer than the scanner's first buffer (64 KiB) does
+	// not end the output: the sections after it are read.
+	long := "### hybridctl os-release\nPRETTY_NAME=\"" + strings.Repeat("x", 100_000) + "\"\nID=ubuntu\n### hybridctl machine-id\nABC\n"
+	if f := Parse(h, long); f.OSID != "ubuntu" || f.MachineID != "abc" || len(f.OSPrettyName) != 100_000 {
+		t.Errorf("after a long line: ID %q, machine id %q, name of %d characters", f.OSID, f.MachineID, len(f.OSPrettyName))
+	}
+}
+
+// fakeRunner answers the gathering script with out after delay.
+type fakeRunner struct {
+	delay time.Duration
+	out   func(t0 time.Time) string
+}
+
+func (r fakeRunner) Run(ctx context.Context, _ string) (*transport.Result, error) {
+	t0 := time.Now()
+	time.Sleep(r.delay)
+	return &transport.Result{Stdout: []byte(r.out(t0))}, nil
+}
+
+// TestGatherClockSkew: the host's clock is compared with the middle of the
+// round trip; a host that reports no clock has no skew.
+func TestGatherClockSkew(t *testing.T) {
+	ctx := context.Background()
+	f, err := Gather(ctx, fakeRunner{out: func(time.Time) string { return "### hybridctl epoch\n\n" }}, linuxWorker, "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.ClockSkewKnown || f.ClockSkew != 0 || f.HostEpoch != 0 {
+		t.Errorf("no epoch: skew %v known %v epoch %d", f.ClockSkew, f.ClockSkewKnown, f.HostEpoch)
+	}
+	// A round trip of 2 s whose host clock is read in its middle, exactly
+	// in sync: within the second of truncation, not off by the round trip.
+	// (A round trip stretched by a paused machine is tried again.)
+	for try := 0; ; try++ {
+		f, err = Gather(ctx, fakeRunner{delay: 2 * time.Second, out: func(t0 time.Time) string {
+			return fmt.Sprintf("### hybridctl epoch\n%d\n", t0.Add(time.Second).Unix())
+		}}, linuxWorker, "api")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.RoundTrip > 2500*time.Millisecond && try < 3 {
+			continue
+		}
+		if !f.ClockSkewKnown || f.ClockSkew < -time.Second || f.ClockSkew > time.Second || f.RoundTrip < 2*time.Second {
+			t.Errorf("in sync over a 2 s round trip: skew %v known %v round trip %v", f.ClockSkew, f.ClockSkewKnown, f.RoundTrip)
+		}
+		break
+	}
+}
+
+// TestPostPrepareDefaults: an Expect without a wait or poll interval gets
+// the defaults (3 min, every 10 s), as the dry run says.
+func TestPostPrepareDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		wait, poll time.Duration
+		want       string
+	}{
+		{0, 0, "every 10s for up to 3m0s"},
+		{-time.Second, -time.Second, "every 10s for up to 3m0s"},
+		{time.Minute, time.Second, "every 1s for up to 1m0s"},
+	} {
+		x := labExpect
+		x.PostPrepareWait, x.PostPreparePoll = tc.wait, tc.poll
+		_, post := Phases(nil, []provision.Host{linuxWorker}, x, nil)
+		acts, err := post.(provision.DryRunner).DryRun(context.Background(), linuxWorker)
+		if err != nil || len(acts) != 1 || !strings.HasSuffix(acts[0], " as errors, "+tc.want+" while the clock synchronises") {
+			t.Errorf("wait %v poll %v: %q %v, want %q", tc.wait, tc.poll, acts, err, tc.want)
+		}
+	}
+}
+
+// TestClusterPhaseGathersWhatIsMissing: after "preflight" the cluster
+// phase compares the facts it gathered; run alone (a resumed run) it
+// gathers them itself, and a host it cannot reach is named.
+func TestClusterPhaseGathersWhatIsMissing(t *testing.T) {
+	hosts := []provision.Host{
+		{Name: "node-a", Role: provision.RoleWorker, OS: provision.Linux},
+		{Name: "node-b", Role: provision.RoleWorker, OS: provision.Linux},
+	}
+	var mu sync.Mutex
+	calls := map[string]int{}
+	unreachable := ""
+	runner := func(_ context.Context, host string) (Runner, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls[host]++
+		if host == unreachable {
+			return nil, errors.New("no route to host")
+		}
+		return fakeRunner{out: func(time.Time) string {
+			return "### hybridctl machine-id\nid-" + host + "\n### hybridctl product_uuid\nuuid-" + host + "\n"
+		}}, nil
+	}
+	run := func(only ...string) error {
+		before, _ := Phases(runner, hosts, Expect{}, nil)
+		e, err := provision.New(before, hosts, provision.Options{Only: only})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.Run(context.Background())
+	}
+	if err := run(); err != nil || calls["node-a"] != 1 || calls["node-b"] != 1 {
+		t.Errorf("preflight then preflight-cluster: %v, gathered %v (once per host)", err, calls)
+	}
+	clear(calls)
+	if err := run("preflight-cluster"); err != nil || calls["node-a"] != 1 || calls["node-b"] != 1 {
+		t.Errorf("preflight-cluster alone: %v, gathered %v (once per host)", err, calls)
+	}
+	unreachable = "node-b"
+	err := run("preflight-cluster")
+	if err == nil || !strings.Contains(err.Error(), "node-b: no route to host") || strings.Contains(err.Error(), "node-a") {
+		t.Errorf("an unreachable host: %v", err)
+	}
+}
+
+// TestHostPhaseDryRun lists the checks and the ports of the node's role.
+func TestHostPhaseDryRun(t *testing.T) {
+	before, _ := Phases(nil, []provision.Host{controlPl}, labExpect, nil)
+	acts, err := before[0].(provision.DryRunner).DryRun(context.Background(), controlPl)
+	want := []string{
+		"connect over SSH and read facts (read-only): OS, product_uuid, machine id, swap, time sync, clock, k8s-lab-api.example.com resolution, listening ports",
+		"check os-version, swap, cgroup-version, container-host, facts-readable, time-sync, clock-skew, api-name-resolves, port-free " +
+			"(ports 6443, 2379, 2380, 10257, 10259, 10250, 10256 must be free; time-sync, clock-skew, api-name-resolves only warn: the preparation sets them up)",
+	}
+	if err != nil || !slices.Equal(acts, want) {
+		t.Errorf("got %q %v, want %q", acts, err, want)
+	}
+}
