@@ -28,6 +28,9 @@ func secretParts() []string {
 
 func TestSecretNeverFormats(t *testing.T) {
 	s := NewSecret(plantedToken)
+	if s.IsZero() || !NewSecret("").IsZero() || !(Secret{}).IsZero() || s.Reveal() != plantedToken {
+		t.Errorf("IsZero/Reveal: a set secret is not zero, an empty one is")
+	}
 	type joinConfig struct {
 		Token    Secret `json:"token"`
 		Endpoint string `json:"endpoint"`

@@ -67,3 +67,18 @@ func TestLiveReporter(t *testing.T) {
 	}
 	l.Close() // idempotent
 }
+
+// With no step running there is no status block: nothing is erased before
+// a progress line or on Close (no cursor movement of zero lines, which
+// terminals take as one).
+func TestLiveReporterNothingRunning(t *testing.T) {
+	var out syncBuffer
+	hosts := []Host{{Name: "node-1"}}
+	l := NewLiveReporter(&out, NewTextReporter(nil, nil, hosts))
+	l.Report(Event{Type: EventSkip, Phase: "prepare", Host: "node-1", Reason: "already in place"})
+	l.Report(Event{Type: EventSkip, Phase: "join", Host: "node-1", Reason: "already in place"})
+	l.Close()
+	if got := out.String(); strings.Contains(got, "\x1b[") || strings.Count(got, "skipped: already in place\n") != 2 {
+		t.Errorf("two skip lines and no escape sequence expected:\n%q", got)
+	}
+}
