@@ -130,6 +130,24 @@ cleanup() {
 	restore=()
 }
 trap 'rc=$?; cleanup; exit $rc' EXIT
+# cni_ready waits until containerd on node $1 has its network (crictl info:
+# NetworkReady). Its CNI watcher can miss the configuration coming back
+# (moved out and in again, then rewritten by podnet), and then stays at "cni
+# plugin not initialized" with the file in place (seen in CI: the next
+# stage's pod never started): after 30 s containerd is restarted once, as
+# an operator would, which reloads it. Fails after 90 s.
+cni_ready() {
+	local i
+	for i in $(seq 45); do
+		node_ssh "$1" 'crictl info' 2>/dev/null | jq -e '.status.conditions[] | select(.type == "NetworkReady") | .status' >/dev/null && return 0
+		if [ "$i" = 15 ]; then
+			echo "e2e-diagnose: containerd on $1 has not reloaded its CNI configuration after 30 s: restarting it" >&2
+			node_ssh "$1" 'systemctl restart containerd'
+		fi
+		sleep 2
+	done
+	return 1
+}
 # shellcheck disable=SC2317 # called through cleanup
 podnet_back() { kubectl -n kube-system patch daemonset hybridctl-lab-podnet --type json -p '[{"op":"remove","path":"/spec/template/spec/affinity"}]'; }
 
@@ -268,6 +286,7 @@ fi
 
 say "restoring"
 cleanup
+check "restored: containerd on $node has its network again (NetworkReady)" cni_ready "$node"
 diagnose restored
 show restored
 check "restored: exit 0 again" rc_is restored 0
