@@ -138,6 +138,22 @@ func TestRedactorLimits(t *testing.T) {
 	if got := r2.Redact("token abcdef.0123456789abcdef"); got != "token <redacted>" {
 		t.Errorf("nested secrets: %q", got)
 	}
+	// Secrets that overlap in the text are redacted together, whatever
+	// their lengths and order: no part of either stays visible.
+	var r3 Redactor
+	r3.Add(NewSecret("AAAABBBB"), NewSecret("BBBBCCCC"), NewSecret("CCDDDDDDDD"), NewSecret("xyzxyz"))
+	for in, want := range map[string]string{
+		"a AAAABBBBCCCC b":         "a <redacted> b", // same length, overlapping
+		"a AAAABBBBCCCCDDDDDDDD b": "a <redacted> b", // a chain of three, one longer
+		"a AAAABBBB BBBBCCCC b":    "a <redacted> <redacted> b",
+		"AAAABBBBBBBBCCCC":         "<redacted><redacted>", // adjacent, not overlapping: two markers
+		"xyzxyzxyz!":               "<redacted>!",          // a secret overlapping itself
+		"nothing here":             "nothing here",
+	} {
+		if got := r3.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
 
 // TestPhaseTable: where each selector runs, as apply --help and

@@ -93,19 +93,47 @@ func (r *Redactor) addLocked(v string) {
 }
 
 // Redact returns s with every registered secret replaced by Redacted.
-// A nil Redactor returns s unchanged.
+// Every occurrence of every secret is found in s first and overlapping
+// ones are replaced together, so that two secrets overlapping in the text
+// (or one occurrence overlapping another of the same secret) leave no part
+// of either visible; replacing one secret after another did (the second
+// no longer matched once the first was gone). A nil Redactor returns s
+// unchanged.
 func (r *Redactor) Redact(s string) string {
 	if r == nil {
 		return s
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	type span struct{ from, to int }
+	var spans []span
 	for _, v := range r.secrets {
-		if strings.Contains(s, v) {
-			s = strings.ReplaceAll(s, v, Redacted)
+		for at := 0; ; {
+			i := strings.Index(s[at:], v)
+			if i < 0 {
+				break
+			}
+			spans = append(spans, span{at + i, at + i + len(v)})
+			at += i + 1
 		}
 	}
-	return s
+	if len(spans) == 0 {
+		return s
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].from < spans[j].from })
+	var b strings.Builder
+	end := 0 // of the text written so far
+	for i := 0; i < len(spans); {
+		from, to := spans[i].from, spans[i].to
+		for i++; i < len(spans) && spans[i].from < to; i++ {
+			to = max(to, spans[i].to)
+		}
+		b.WriteString(s[end:from])
+		b.WriteString(Redacted)
+		end = to
+	}
+	b.WriteString(s[end:])
+	return b.String()
 }
 
 // redactEvent redacts every free-text field of e.
