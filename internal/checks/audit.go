@@ -18,7 +18,7 @@ func Audit(ctx context.Context, cfg *rest.Config, opts Options, namespace string
 	if err != nil {
 		return nil, 0, err
 	}
-	snap, err := snapshot.LoadLive(ctx, cfg, snapshot.LiveOptions{Kinds: Needs(cs), Namespace: namespace, WatchList: opts.ConsistentRead})
+	snap, err := snapshot.LoadLive(ctx, cfg, snapshot.LiveOptions{Kinds: Needs(cs), Namespace: namespace, Read: ReadMode(opts)})
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading the cluster: %w", err)
 	}
@@ -27,4 +27,13 @@ func Audit(ctx context.Context, cfg *rest.Config, opts Options, namespace string
 		return nil, 0, err
 	}
 	return res, snap.Len(), nil
+}
+
+// ReadMode is how a live audit with opts reads the cluster: watch-list
+// streams with ConsistentRead, else LISTs from the watch cache.
+func ReadMode(opts Options) snapshot.ReadMode {
+	if opts.ConsistentRead {
+		return snapshot.ReadWatchList
+	}
+	return snapshot.ReadCached
 }

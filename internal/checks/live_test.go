@@ -9,10 +9,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	authzv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -58,7 +61,7 @@ func liveRun(t *testing.T, cfg *rest.Config, opts checks.Options) (*checks.Resul
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := snapshot.LoadLive(context.Background(), cfg, snapshot.LiveOptions{Kinds: checks.Needs(cs), WatchList: opts.ConsistentRead})
+	s, err := snapshot.LoadLive(context.Background(), cfg, snapshot.LiveOptions{Kinds: checks.Needs(cs), Read: checks.ReadMode(opts)})
 	if err != nil {
 		t.Fatalf("LoadLive: %v", err)
 	}
@@ -101,7 +104,7 @@ func TestLiveLab(t *testing.T) {
 		t.Fatalf("watch-list read %d objects, the cached LISTs %d", sW.Len(), s.Len())
 	}
 	cs, _, _ := checks.Selected(checks.Options{})
-	s1, err := snapshot.LoadLive(context.Background(), env.AdminConfig(), snapshot.LiveOptions{Kinds: checks.Needs(cs), PageSize: 1, Paginate: true})
+	s1, err := snapshot.LoadLive(context.Background(), env.AdminConfig(), snapshot.LiveOptions{Kinds: checks.Needs(cs), PageSize: 1, Read: snapshot.ReadPaginated})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,6 +209,17 @@ func bindUser(t *testing.T, cs *kubernetes.Clientset, role *rbacv1.ClusterRole, 
 		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), b.Name, metav1.DeleteOptions{})
 		_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
 	})
+	// The authorizer learns of the binding from its informer, which can
+	// lag the create on a loaded machine: wait (30 s at most) until it
+	// allows what every role here grants, listing nodes.
+	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{User: user,
+		ResourceAttributes: &authzv1.ResourceAttributes{Verb: "list", Resource: "nodes"}}}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		return err == nil && r.Status.Allowed, err
+	}); err != nil {
+		t.Fatalf("the binding of %s never took effect: %v", user, err)
+	}
 }
 
 // TestLiveRBAC: a user with get/list/watch only gets the same result as
@@ -229,16 +243,19 @@ func TestLiveRBAC(t *testing.T) {
 		t.Fatalf("skipped with full read access: %+v", res.Skipped)
 	}
 
-	// Without the watch verb the loader falls back to paginated LISTs.
+	// Without the watch verb: the cached LISTs need none, and with
+	// --consistent-read the refused streams fall back to paginated LISTs.
 	bindUser(t, cs, readOnlyRole("hybridctl-doctor-test-listonly", "-watch"), "auditor-listonly")
 	cfg, err = env.UserConfig("auditor-listonly")
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, _ = liveRun(t, cfg, checks.Options{})
-	expectFindings(t, res, labInfo)
-	if len(res.Skipped) != 0 {
-		t.Fatalf("skipped with get/list only: %+v", res.Skipped)
+	for _, opts := range []checks.Options{{}, {ConsistentRead: true}} {
+		res, _ = liveRun(t, cfg, opts)
+		expectFindings(t, res, labInfo)
+		if len(res.Skipped) != 0 {
+			t.Fatalf("skipped with get/list only (consistent read %t): %+v", opts.ConsistentRead, res.Skipped)
+		}
 	}
 
 	bindUser(t, cs, readOnlyRole("hybridctl-doctor-test-partial", "certificates.k8s.io", "operator.tigera.io"), "auditor-partial")

@@ -31,23 +31,32 @@ type LiveOptions struct {
 	PageSize int
 	// Concurrency caps the kinds listed at once (default 6).
 	Concurrency int
-	// Paginate forces paginated LISTs. By default each kind is read with
-	// one LIST from the API server's watch cache (resourceVersion=0),
-	// decoded item by item as the response streams in, pods in protobuf
-	// (cachedList); paginated LISTs are used when that is refused.
-	Paginate bool
-	// WatchList reads each kind as a watch-list stream instead (a watch
-	// with sendInitialEvents=true, ended by the initial-events-end
-	// bookmark): every kind at one consistent resourceVersion, at several
-	// times the API server's CPU and about a second more per kind (the
-	// bookmark waits for the watch cache's next one-second tick); paginated
-	// LISTs are used when the server or the user's RBAC (no watch verb)
-	// does not allow it. doctor --consistent-read sets it.
-	WatchList bool
+	// Read is how each kind is read (ReadCached by default).
+	Read ReadMode
 	// AllPods keeps every pod a controller owns; by default only those a
 	// check can read are kept (Snapshot.SlimPods).
 	AllPods bool
 }
+
+// ReadMode is how LoadLive reads a kind.
+type ReadMode int
+
+const (
+	// ReadCached, the default: one LIST from the API server's watch cache
+	// (resourceVersion=0), decoded item by item as the response streams
+	// in, pods in protobuf (cachedList).
+	ReadCached ReadMode = iota
+	// ReadWatchList: a watch-list stream (a watch with
+	// sendInitialEvents=true, ended by the initial-events-end bookmark),
+	// every kind at one consistent resourceVersion, at several times the
+	// API server's CPU and about a second more per kind (the bookmark
+	// waits for the watch cache's next one-second tick); paginated LISTs
+	// when the server or the user's RBAC (no watch verb) does not allow
+	// it. doctor --consistent-read.
+	ReadWatchList
+	// ReadPaginated: LISTs of PageSize objects, following continue tokens.
+	ReadPaginated
+)
 
 // resource is where a kind is listed; alternatives are tried in order
 // while the previous one is not served (Calico's projectcalico.org/v3
@@ -236,22 +245,14 @@ func (r resource) resourceName() string {
 }
 
 func (s *Snapshot) listResource(ctx context.Context, rc rest.Interface, k Kind, r resource, opts LiveOptions) error {
-	if !opts.Paginate && !opts.WatchList {
-		n, err := s.cachedList(ctx, rc, k, r, opts)
-		var status apierrors.APIStatus
-		switch {
-		case err == nil:
-			return nil
-		case n > 0 || apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || !errors.As(err, &status):
-			// Part of the objects were added, the answer is final
-			// (listKind reports it), or the connection or the response
-			// failed: no other way.
-			return err
-		}
-		// Refused otherwise (a server that will not serve the whole list
-		// at once): paginated LISTs below.
+	if opts.Read == ReadCached {
+		// Any refusal is the server's answer for the kind (listKind
+		// reports a forbidden or not served one); a LIST of pages would
+		// be refused the same way.
+		_, err := s.cachedList(ctx, rc, k, r, opts)
+		return err
 	}
-	if opts.WatchList && !s.noWatchList.Load() {
+	if opts.Read == ReadWatchList && !s.noWatchList.Load() {
 		n, err := s.watchList(ctx, rc, k, r, opts)
 		if err == nil {
 			return nil
@@ -303,13 +304,11 @@ func (s *Snapshot) listResource(ctx context.Context, rc rest.Interface, k Kind, 
 func (s *Snapshot) fetchPages(ctx context.Context, rc rest.Interface, r resource, opts LiveOptions, out chan<- []json.RawMessage) error {
 	cont := ""
 	for {
-		req := rc.Get().AbsPath(r.path(opts.Namespace)).
-			Param("limit", fmt.Sprint(opts.PageSize)).
-			SetHeader("Accept", "application/json")
+		params := []string{"limit", fmt.Sprint(opts.PageSize)}
 		if cont != "" {
-			req = req.Param("continue", cont)
+			params = append(params, "continue", cont)
 		}
-		body, err := req.Stream(ctx)
+		body, err := get(ctx, rc, r, opts, "application/json", params...)
 		if err != nil {
 			return err
 		}
@@ -339,16 +338,13 @@ func (s *Snapshot) cachedList(ctx context.Context, rc rest.Interface, k Kind, r 
 			return n, err
 		}
 	}
-	body, err := rc.Get().AbsPath(r.path(opts.Namespace)).
-		Param("resourceVersion", "0").
-		SetHeader("Accept", "application/json").
-		Stream(ctx)
+	body, err := get(ctx, rc, r, opts, "application/json", "resourceVersion", "0")
 	if err != nil {
 		return 0, err
 	}
 	defer body.Close()
 	n := 0
-	err = readJSONListItems(jsontext.NewDecoder(body, jsonv1.DefaultOptionsV1()), func(item []byte) error {
+	err = readJSONListItems(newJSONDecoder(body), func(item []byte) error {
 		if err := s.addListed(k, r, item); err != nil {
 			return err
 		}
@@ -356,6 +352,22 @@ func (s *Snapshot) cachedList(ctx context.Context, rc rest.Interface, k Kind, r 
 		return nil
 	})
 	return n, err
+}
+
+// get opens a GET of r's collection (in opts.Namespace) accepting accept,
+// with params as name, value pairs.
+func get(ctx context.Context, rc rest.Interface, r resource, opts LiveOptions, accept string, params ...string) (io.ReadCloser, error) {
+	req := rc.Get().AbsPath(r.path(opts.Namespace)).SetHeader("Accept", accept)
+	for i := 0; i+1 < len(params); i += 2 {
+		req = req.Param(params[i], params[i+1])
+	}
+	return req.Stream(ctx)
+}
+
+// newJSONDecoder reads JSON with encoding/json's leniency (invalid UTF-8
+// and duplicate names accepted), as decodeJSON does.
+func newJSONDecoder(r io.Reader) *jsontext.Decoder {
+	return jsontext.NewDecoder(r, jsonv1.DefaultOptionsV1())
 }
 
 // addListed adds one object of kind k read from r; an error names it.
@@ -422,20 +434,14 @@ var errNoInitialEventsEnd = errors.New("watch ended before the initial-events-en
 func (s *Snapshot) watchList(ctx context.Context, rc rest.Interface, k Kind, r resource, opts LiveOptions) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	body, err := rc.Get().AbsPath(r.path(opts.Namespace)).
-		Param("watch", "true").
-		Param("sendInitialEvents", "true").
-		Param("resourceVersionMatch", "NotOlderThan").
-		Param("allowWatchBookmarks", "true").
-		Param("timeoutSeconds", "600").
-		SetHeader("Accept", "application/json").
-		Stream(ctx)
+	body, err := get(ctx, rc, r, opts, "application/json", "watch", "true", "sendInitialEvents", "true",
+		"resourceVersionMatch", "NotOlderThan", "allowWatchBookmarks", "true", "timeoutSeconds", "600")
 	if err != nil {
 		return 0, err
 	}
 	defer body.Close()
 	n := 0
-	err = readWatchEvents(jsontext.NewDecoder(body, jsonv1.DefaultOptionsV1()), func(typ string, obj []byte) (bool, error) {
+	err = readWatchEvents(newJSONDecoder(body), func(typ string, obj []byte) (bool, error) {
 		switch typ {
 		case "ADDED":
 			if err := s.addListed(k, r, obj); err != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	authzv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -268,7 +269,7 @@ func sameSnapshot(t *testing.T, what string, a, b *Snapshot) {
 // paginated reads kinds with one-object pages, as admin: the reference.
 func paginated(t *testing.T, env *testenv.Env, kinds []Kind) *Snapshot {
 	t.Helper()
-	s, err := LoadLive(t.Context(), env.AdminConfig(), LiveOptions{Kinds: kinds, Paginate: true, PageSize: 1})
+	s, err := LoadLive(t.Context(), env.AdminConfig(), LiveOptions{Kinds: kinds, Read: ReadPaginated, PageSize: 1})
 	if err != nil {
 		t.Fatalf("paginated LoadLive: %v", err)
 	}
@@ -283,7 +284,7 @@ func paginated(t *testing.T, env *testenv.Env, kinds []Kind) *Snapshot {
 func TestWatchListStreams(t *testing.T) {
 	env := testenv.Get(t)
 	var rec recorder
-	s, err := LoadLive(t.Context(), rec.config(env.AdminConfig()), LiveOptions{Kinds: liveKinds, WatchList: true})
+	s, err := LoadLive(t.Context(), rec.config(env.AdminConfig()), LiveOptions{Kinds: liveKinds, Read: ReadWatchList})
 	if err != nil {
 		t.Fatalf("LoadLive: %v\nrequests:\n%s", err, rec.log())
 	}
@@ -332,7 +333,7 @@ func TestWatchListForbiddenFallsBack(t *testing.T) {
 	}
 	kinds := []Kind{KindPod, KindNode, KindNamespace}
 	var rec recorder
-	s, err := LoadLive(t.Context(), rec.config(cfg), LiveOptions{Kinds: kinds, Concurrency: 1, PageSize: 2, WatchList: true})
+	s, err := LoadLive(t.Context(), rec.config(cfg), LiveOptions{Kinds: kinds, Concurrency: 1, PageSize: 2, Read: ReadWatchList})
 	if err != nil {
 		t.Fatalf("LoadLive: %v\nrequests:\n%s", err, rec.log())
 	}
@@ -381,6 +382,18 @@ func bind(t *testing.T, cs *kubernetes.Clientset, user string, rules []rbacv1.Po
 		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), user, metav1.DeleteOptions{})
 		_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), user, metav1.DeleteOptions{})
 	})
+	// The authorizer learns of the binding from its informer, which can
+	// lag the create on a loaded machine: wait (30 s at most) until it
+	// allows the first rule.
+	r := rules[0]
+	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{User: user,
+		ResourceAttributes: &authzv1.ResourceAttributes{Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: r.Resources[0]}}}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		res, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		return err == nil && res.Status.Allowed, err
+	}); err != nil {
+		t.Fatalf("the binding of %s never took effect: %v", user, err)
+	}
 }
 
 // TestWatchListDisabledServer: kube-apiserver started with
@@ -389,7 +402,7 @@ func bind(t *testing.T, cs *kubernetes.Clientset, user string, rules []rbacv1.Po
 func TestWatchListDisabledServer(t *testing.T) {
 	env := testenv.StartT(t, testenv.Options{Lab: true, APIServerFlags: []string{"--feature-gates=WatchList=false"}})
 	var rec recorder
-	s, err := LoadLive(t.Context(), rec.config(env.AdminConfig()), LiveOptions{Kinds: liveKinds, Concurrency: 1, WatchList: true})
+	s, err := LoadLive(t.Context(), rec.config(env.AdminConfig()), LiveOptions{Kinds: liveKinds, Concurrency: 1, Read: ReadWatchList})
 	if err != nil {
 		t.Fatalf("LoadLive: %v\nrequests:\n%s", err, rec.log())
 	}
@@ -425,7 +438,7 @@ func TestWatchListNotServedKind(t *testing.T) {
 	env := testenv.StartT(t, testenv.Options{})
 	waitForKubernetesService(t, env)
 	var rec recorder
-	s, err := LoadLive(t.Context(), rec.config(env.AdminConfig()), LiveOptions{Kinds: liveKinds, Concurrency: 1, WatchList: true})
+	s, err := LoadLive(t.Context(), rec.config(env.AdminConfig()), LiveOptions{Kinds: liveKinds, Concurrency: 1, Read: ReadWatchList})
 	if err != nil {
 		t.Fatalf("LoadLive: %v\nrequests:\n%s", err, rec.log())
 	}
@@ -562,12 +575,8 @@ func TestCachedListForbidden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s *Snapshot
-	// The authorizer learns of the binding from its informer: wait for it.
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		s, err = LoadLive(ctx, cfg, LiveOptions{Kinds: []Kind{KindPod, KindNode}})
-		return err == nil && len(s.Nodes) > 0, err
-	}); err != nil {
+	s, err := LoadLive(t.Context(), cfg, LiveOptions{Kinds: []Kind{KindPod, KindNode}})
+	if err != nil {
 		t.Fatalf("LoadLive: %v", err)
 	}
 	msg := s.Unavailable[KindPod]

@@ -40,10 +40,7 @@ const maxProtoItem = 64 << 20
 // and adds each as it is decoded. It returns how many it added;
 // errNotProtobuf (with none added) when the server answered otherwise.
 func (s *Snapshot) listPodsProtobuf(ctx context.Context, rc rest.Interface, r resource, opts LiveOptions) (int, error) {
-	body, err := rc.Get().AbsPath(r.path(opts.Namespace)).
-		Param("resourceVersion", "0").
-		SetHeader("Accept", "application/vnd.kubernetes.protobuf, application/json;q=0.9").
-		Stream(ctx)
+	body, err := get(ctx, rc, r, opts, "application/vnd.kubernetes.protobuf, application/json;q=0.9", "resourceVersion", "0")
 	if err != nil {
 		return 0, err
 	}
