@@ -8,9 +8,9 @@ import (
 	"github.com/hybridctl/hybridctl/internal/snapshot"
 )
 
-var tagVersion = regexp.MustCompile(`^v?(\d+\.\d+\.\d+)`)
+var tagVersion = regexp.MustCompile(`^v?(\d+\.\d+(?:\.\d+)?)`)
 
-// imageVersion returns the vX.Y.Z a tag starts with.
+// imageVersion returns the vX.Y.Z (or vX.Y, for a tag naming a minor version only) a tag starts with.
 func imageVersion(image string) string {
 	i := strings.LastIndex(image, ":")
 	if i < 0 || strings.Contains(image[i:], "/") {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/snapshot"
+	"sigs.k8s.io/yaml"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/checks.md from the catalogue")
@@ -139,6 +140,7 @@ func TestFixtures(t *testing.T) {
 						t.Errorf("%s:\n got  %q\n want %q\nmessages:\n%s", path, g, h.expect, strings.Join(msgs, "\n"))
 					}
 					checkMessages(t, path, h, res)
+					checkSources(t, path, res)
 				})
 			}
 		}
@@ -206,6 +208,67 @@ func TestDocs(t *testing.T) {
 	}
 	if string(b) != want {
 		t.Fatalf("docs/checks.md is stale: run go test ./internal/checks -run TestDocs -update")
+	}
+}
+
+// fixtureObject is the identity of one document of a fixture.
+type fixtureObject struct{ kind, namespace, name string }
+
+func readFixtureObject(text string) (fixtureObject, bool) {
+	var o struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal([]byte(text), &o); err != nil || o.Kind == "" {
+		return fixtureObject{}, false
+	}
+	return fixtureObject{o.Kind, o.Metadata.Namespace, o.Metadata.Name}, true
+}
+
+// checkSources asserts that a finding about an object the fixture declares
+// points at that object's document (lint prints its file and line, SARIF
+// its region), not at a stand-in built by the check with no source.
+func checkSources(t *testing.T, path string, res *checks.Result) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	// docAt returns the document that starts at line n (1-based): up to the next "---".
+	docAt := func(n int) string {
+		var doc []string
+		for i := n - 1; i >= 0 && i < len(lines); i++ {
+			if lines[i] == "---" && i != n-1 {
+				break
+			}
+			doc = append(doc, lines[i])
+		}
+		return strings.Join(doc, "\n")
+	}
+	declared := map[fixtureObject]bool{}
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		if o, ok := readFixtureObject(doc); ok {
+			declared[o] = true
+			declared[fixtureObject{o.kind, "", o.name}] = true
+		}
+	}
+	for _, f := range res.Findings {
+		want := fixtureObject{f.Object.Kind, f.Object.Namespace, f.Object.Name}
+		if !declared[want] && !declared[fixtureObject{want.kind, "", want.name}] {
+			continue
+		}
+		if f.Source.File != path || f.Source.Line < 1 {
+			t.Errorf("%s: the %s finding on %s %s points at %s:%d, not at its document", path, f.Check, want.kind, qualified(want.namespace, want.name), f.Source.File, f.Source.Line)
+			continue
+		}
+		o, ok := readFixtureObject(docAt(f.Source.Line))
+		if !ok || o.kind != want.kind || o.name != want.name || (o.namespace != "" && o.namespace != want.namespace) {
+			t.Errorf("%s: the %s finding on %s %s points at line %d, which declares %v", path, f.Check, want.kind, qualified(want.namespace, want.name), f.Source.Line, o)
+		}
 	}
 }
 

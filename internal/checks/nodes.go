@@ -86,6 +86,14 @@ func windowsMaxPods(c *Ctx) {
 			continue
 		}
 		usable := int64(1)<<(32-bs) - 4
+		if usable < 1 {
+			// A /30, /31 or /32 block has no address left once Windows
+			// has taken its four: no pod can run there at all.
+			c.Report(&n.Object, fmt.Sprintf("Windows node %s gets /%d blocks (%s): a block holds %s and Windows reserves 4, so no pod on it gets an address",
+				n.Meta.Name, bs, from, count(1<<(32-bs), "IP")),
+				"give Windows nodes an IP pool with a block size of 29 or less (8 addresses or more per block), then recreate the node's block")
+			continue
+		}
 		if pods.Value > usable {
 			c.Report(&n.Object, fmt.Sprintf("Windows node %s accepts %d pods, but one /%d block (%s) leaves %d addresses for pods: pod %d onwards gets a node but no address",
 				n.Meta.Name, pods.Value, bs, from, usable, usable+1),
