@@ -195,15 +195,17 @@ func TestDerivedNumbers(t *testing.T) {
 		}},
 		// An API port equal to a fixed one (here Typha's) keeps both rows, in
 		// the order they are listed: the sort is stable.
-		{"API port shared with Typha", edit("k8s-lab-api.example.com:6443", "k8s-lab-api.example.com:5473"), func(t *testing.T, p *Plan) {
+		// S503 refuses a TCP port the control-plane node uses; VXLAN's
+		// port is UDP, so both rows stay, in the order they were added.
+		{"API port number shared with VXLAN", edit("k8s-lab-api.example.com:6443", "k8s-lab-api.example.com:4789"), func(t *testing.T, p *Plan) {
 			var got []string
 			for _, port := range p.Ports {
-				if port.Port == 5473 {
-					got = append(got, port.Purpose)
+				if port.Port == 4789 {
+					got = append(got, port.Protocol+" "+port.Purpose)
 				}
 			}
-			if len(got) != 2 || got[0] != "kube-apiserver" || !strings.HasPrefix(got[1], "Calico Typha") {
-				t.Errorf("port 5473 rows = %q, want kube-apiserver then Calico Typha", got)
+			if len(got) != 2 || got[0] != "TCP kube-apiserver" || !strings.HasPrefix(got[1], "UDP Calico VXLAN") {
+				t.Errorf("port 4789 rows = %q, want kube-apiserver then Calico VXLAN", got)
 			}
 		}},
 		{"no DNS suffix", edit("    dnsSuffix: example.com\n", ""), func(t *testing.T, p *Plan) {

@@ -260,6 +260,33 @@ func boundaryCases() []boundary {
 		{"endpoint after pods", map[string]any{"spec.controlPlaneEndpoint": "172.22.0.0:6443"}, "S502", "", "", nil},
 		{"endpoint node address", map[string]any{"spec.controlPlaneEndpoint": "192.168.10.23:6443"}, "S502", "", "", nil},
 		{"endpoint name", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:6443"}, "S502", "", "", nil},
+		// S503: the API port is none the control-plane node already uses, and no NodePort.
+		{"api port 2378", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:2378"}, "S503", "", "", nil},
+		{"api port 2379", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:2379"}, "S503", E, "spec.controlPlaneEndpoint", []string{"port 2379 is taken on the control-plane node by etcd (client, peer and metrics)", "use 6443"}},
+		{"api port 2381", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:2381"}, "S503", E, "spec.controlPlaneEndpoint", []string{"port 2381 is taken on the control-plane node by etcd", "use 6443"}},
+		{"api port 2382", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:2382"}, "S503", "", "", nil},
+		{"api port 5472", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:5472"}, "S503", "", "", nil},
+		{"api port 5473", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:5473"}, "S503", E, "spec.controlPlaneEndpoint", []string{"port 5473 is taken on the control-plane node by Calico Typha", "use 6443"}},
+		{"api port 5474", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:5474"}, "S503", "", "", nil},
+		{"api port 10247", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:10247"}, "S503", "", "", nil},
+		{"api port 10248", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:10248"}, "S503", E, "spec.controlPlaneEndpoint", []string{"port 10248 is taken on the control-plane node by the kubelet's health check", "use 6443"}},
+		{"api port 10249", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:10249"}, "S503", E, "spec.controlPlaneEndpoint", []string{"port 10249 is taken on the control-plane node by kube-proxy's metrics", "use 6443"}},
+		{"api port 10250", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:10250"}, "S503", E, "spec.controlPlaneEndpoint", []string{"port 10250 is taken on the control-plane node by the kubelet API", "use 6443"}},
+		{"api port 10251", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:10251"}, "S503", "", "", nil},
+		{"api port 10255", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:10255"}, "S503", "", "", nil},
+		{"api port 10256", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:10256"}, "S503", E, "spec.controlPlaneEndpoint", []string{"port 10256 is taken on the control-plane node by kube-proxy's health check", "use 6443"}},
+		{"api port 10257", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:10257"}, "S503", E, "spec.controlPlaneEndpoint", []string{"port 10257 is taken on the control-plane node by kube-controller-manager", "use 6443"}},
+		{"api port 10258", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:10258"}, "S503", "", "", nil},
+		{"api port 10259", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:10259"}, "S503", E, "spec.controlPlaneEndpoint", []string{"port 10259 is taken on the control-plane node by kube-scheduler", "use 6443"}},
+		{"api port 10260", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:10260"}, "S503", "", "", nil},
+		{"api port 29999", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:29999"}, "S503", "", "", nil},
+		{"api port 30000", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:30000"}, "S503", E, "spec.controlPlaneEndpoint", []string{"port 30000 is taken on the control-plane node by the NodePort range", "use 6443"}},
+		{"api port 32767", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:32767"}, "S503", E, "spec.controlPlaneEndpoint", []string{"port 32767 is taken on the control-plane node by the NodePort range", "use 6443"}},
+		{"api port 32768", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:32768"}, "S503", "", "", nil},
+		{"api port 179 without BGP", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:179"}, "S503", "", "", nil},
+		{"api port 178 with BGP", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:178", "spec.calico.bgp": "Enabled"}, "S503", "", "", nil},
+		{"api port 179 with BGP", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:179", "spec.calico.bgp": "Enabled"}, "S503", E, "spec.controlPlaneEndpoint", []string{"port 179 is taken on the control-plane node by Calico BGP"}},
+		{"api port 180 with BGP", map[string]any{"spec.controlPlaneEndpoint": "k8s-lab-api.example.com:180", "spec.calico.bgp": "Enabled"}, "S503", "", "", nil},
 		// S109: the nodes' DNS servers outside the cluster's own networks; 10.96.0.10 is the DNS Service IP.
 		{"dns before service", map[string]any{"spec.network.dnsServers": []any{"10.95.255.255"}}, "S109", "", "", nil},
 		{"dns first service address", map[string]any{"spec.network.dnsServers": []any{"10.96.0.0"}}, "S109", W, "spec.network.dnsServers[0]", []string{"inside the service network 10.96.0.0/12", "the gateway 192.168.10.1"}},
@@ -304,7 +331,7 @@ func TestRuleBoundaries(t *testing.T) {
 		}
 		sides[c.rule] = s
 	}
-	for _, id := range []string{"S002", "S102", "S103", "S105", "S106", "S108", "S201", "S202", "S203", "S301", "S303", "S403", "S404", "S501", "S502", "S109"} {
+	for _, id := range []string{"S002", "S102", "S103", "S105", "S106", "S108", "S201", "S202", "S203", "S301", "S303", "S403", "S404", "S501", "S502", "S503", "S109"} {
 		if s := sides[id]; !s[0] || !s[1] {
 			t.Errorf("%s: boundary cases on both sides = %v", id, s)
 		}

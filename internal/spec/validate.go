@@ -53,6 +53,7 @@ func Rules() []Rule {
 		{ID: "S404", Name: "control-plane", Doc: "At least one control-plane node, running Linux; an even number of control-plane nodes gives etcd no extra fault tolerance.", check: checkControlPlane},
 		{ID: "S501", Name: "control-plane-endpoint", Doc: "controlPlaneEndpoint is host:port; a warning when the host is an IP address (a name can later point at a virtual address for a second control plane without rebuilding the cluster).", check: checkEndpoint},
 		{ID: "S502", Name: "control-plane-endpoint-address", Doc: "An IP controlPlaneEndpoint is an IPv4 address outside the service and pod networks: a Service or pod address exists only once the cluster runs, and an IPv6 one cannot be reached in an IPv4-only cluster.", check: checkEndpointAddress},
+		{ID: "S503", Name: "api-port", Doc: "The port of controlPlaneEndpoint, which kube-apiserver binds on every control-plane node, is not one the node already uses (etcd 2379-2381, the kubelet 10248 and 10250, kube-proxy 10249 and 10256, the controller-manager 10257, the scheduler 10259, Calico Typha 5473, BGP 179 when enabled) and not in the NodePort range 30000-32767, where kube-proxy's rules would take its traffic.", check: checkAPIPort},
 		{ID: "S601", Name: "versions", Doc: "Versions are valid: kubernetesVersion and calico.version are semantic versions with a leading v; containerd, crictl, runc and cniPlugins versions are written without it.", check: checkVersions},
 		{ID: "S602", Name: "version-compat", Doc: "crictl's minor matches Kubernetes' (warning); a Kubernetes version outside 1.34-1.37, older or newer, is a warning; containerd below 2.0 is a warning; Calico from v3.33 on Kubernetes from 1.36 uses the native projectcalico.org/v3 CRDs.", check: checkVersionCompat},
 		{ID: "S603", Name: "enums", Doc: "calico.linuxDataplane is Nftables, Iptables or BPF; encapsulation VXLAN, VXLANCrossSubnet, IPIP, IPIPCrossSubnet or None; bgp Enabled or Disabled; kubeProxy.mode nftables, iptables or ipvs.", check: checkEnums},
@@ -519,6 +520,45 @@ func checkEndpoint(v *validator) {
 	}
 	if !isDNSName(host) {
 		v.errorf(path, "host %q is neither a DNS name nor an IP address", host)
+	}
+}
+
+// controlPlanePorts are the TCP ports a control-plane node of the guide's
+// cluster already listens on (kubeadm's static pods, the kubelet,
+// kube-proxy, Calico), in port order; BGP only when Calico runs it.
+type portUse struct {
+	first, last int
+	what        string
+	bgp         bool
+}
+
+func controlPlanePorts() []portUse {
+	return []portUse{
+		{179, 179, "Calico BGP", true},
+		{2379, 2381, "etcd (client, peer and metrics)", false},
+		{5473, 5473, "Calico Typha", false},
+		{10248, 10248, "the kubelet's health check", false},
+		{10249, 10249, "kube-proxy's metrics", false},
+		{10250, 10250, "the kubelet API", false},
+		{10256, 10256, "kube-proxy's health check", false},
+		{10257, 10257, "kube-controller-manager", false},
+		{10259, 10259, "kube-scheduler", false},
+		{30000, 32767, "the NodePort range: kube-proxy sends a NodePort Service's traffic there to its pods", false},
+	}
+}
+
+func checkAPIPort(v *validator) {
+	const path = "spec.controlPlaneEndpoint"
+	_, port, err := SplitEndpoint(v.c.Spec.ControlPlaneEndpoint)
+	if err != nil {
+		return // S501 reports it
+	}
+	for _, r := range controlPlanePorts() {
+		if port < r.first || port > r.last || (r.bgp && v.c.Spec.Calico.BGP != "Enabled") {
+			continue
+		}
+		v.errorf(path, "port %d is taken on the control-plane node by %s: kube-apiserver binds the endpoint's port there; use 6443", port, r.what)
+		return
 	}
 }
 
