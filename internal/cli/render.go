@@ -12,6 +12,7 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/render"
+	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
 type renderFlags struct {
@@ -85,9 +86,9 @@ See docs/render.md for every file and the guide step it replaces.`,
 	fl.StringVar(&f.opts.CertificateKey, "certificate-key", "", "control-plane certificate key for further control-plane nodes' join files (kubeadm init --upload-certs); visible in ps: prefer --certificate-key-file or $"+envCertificateKey)
 	fl.StringVar(&f.certificateKeyFile, "certificate-key-file", "", "file holding the certificate key (- reads standard input)")
 	fl.StringVar(&f.manifestsDir, "manifests-dir", "", "directory with Calico's CRD and operator manifests to copy (air-gapped sites)")
-	fl.StringVar(&f.opts.InstallContainerdURL, "install-containerd-url", "", "URL of Install-Containerd.ps1 (default: sig-windows-tools at "+render.SigWindowsToolsCommit[:12]+")")
+	fl.StringVar(&f.opts.InstallContainerdURL, "install-containerd-url", "", "URL of Install-Containerd.ps1 (default: sig-windows-tools at "+render.SigWindowsToolsCommit[:12]+"; not with packages.source: bundle)")
 	fl.StringVar(&f.opts.InstallContainerdSHA256, "install-containerd-sha256", "", "SHA256 of the script at --install-containerd-url (empty: not checked)")
-	fl.StringVar(&f.opts.PrepareNodeURL, "prepare-node-url", "", "URL of PrepareNode.ps1 (default: sig-windows-tools at "+render.SigWindowsToolsCommit[:12]+")")
+	fl.StringVar(&f.opts.PrepareNodeURL, "prepare-node-url", "", "URL of PrepareNode.ps1 (default: sig-windows-tools at "+render.SigWindowsToolsCommit[:12]+"; not with packages.source: bundle)")
 	fl.StringVar(&f.opts.PrepareNodeSHA256, "prepare-node-sha256", "", "SHA256 of the script at --prepare-node-url (empty: not checked)")
 	fl.StringVar(&f.opts.CSRApproverImage, "csr-approver-image", "", "also write cluster/csr-approver.yaml: the verified kubelet-serving CSR approver as an in-cluster Deployment running this hybridctl image")
 	return cmd
@@ -120,6 +121,15 @@ func runRender(cmd *cobra.Command, s Streams, f *renderFlags) error {
 	p, err := plan.Derive(res.Cluster, res.Diagnostics)
 	if err != nil {
 		return Problem(fmt.Errorf("%s: %w", res.File, err))
+	}
+	if p.PackagesSource == spec.SourceBundle {
+		// prepare.ps1 then installs from the bundle and downloads no
+		// script: a URL given anyway would be silently ignored.
+		for _, fl := range []string{"install-containerd-url", "prepare-node-url"} {
+			if cmd.Flags().Changed(fl) {
+				return Usagef("--%s has no effect: %s has packages.source: bundle, so prepare.ps1 installs from the bundle and downloads no script", fl, res.File)
+			}
+		}
 	}
 	if f.manifestsDir != "" {
 		m, err := render.ReadManifests(ctx, f.manifestsDir, p)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestRenderCommand(t *testing.T) {
+	const offline = "../spec/testdata/valid/offline.yaml"
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	token := "6w1r8t.p3k9m2x7c5v0b4n1"
@@ -58,6 +59,9 @@ func TestRenderCommand(t *testing.T) {
 		{"sha without url", []string{"render", "-f", lab, "-o", filepath.Join(dir, "x"), "--prepare-node-sha256", "AB"}, 2, "needs its --*-url"},
 		{"missing spec", []string{"render", "-f", filepath.Join(dir, "nope.yaml"), "-o", filepath.Join(dir, "x")}, 3, "no such file"},
 		{"missing manifests", []string{"render", "-f", lab, "-o", filepath.Join(dir, "x"), "--manifests-dir", dir}, 1, "v3_projectcalico_org.yaml"},
+		// offline.yaml installs from a bundle: a script URL would be ignored.
+		{"script url with a bundle", []string{"render", "-f", offline, "-o", filepath.Join(dir, "x"), "--install-containerd-url", "https://mirror.example.com/Install-Containerd.ps1"}, 2, "--install-containerd-url has no effect: " + offline + " has packages.source: bundle"},
+		{"prepare url with a bundle", []string{"render", "-f", offline, "-o", filepath.Join(dir, "x"), "--prepare-node-url", "https://mirror.example.com/PrepareNode.ps1"}, 2, "--prepare-node-url has no effect"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := run(t, "", c.args...)
@@ -68,5 +72,15 @@ func TestRenderCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
 		t.Error("a failed render left its output directory")
+	}
+	// From the internet, the mirror is what prepare.ps1 downloads.
+	mirror := "https://mirror.example.com/Install-Containerd.ps1"
+	up := filepath.Join(dir, "upstream")
+	if r := run(t, "", "render", "-f", lab, "-o", up, "--install-containerd-url", mirror); r.code != 0 {
+		t.Fatalf("upstream with a mirror: exit %d\n%s", r.code, r.stderr)
+	}
+	ps1, err := os.ReadFile(filepath.Join(up, "nodes", "k8s-lab-win-1", "prepare.ps1"))
+	if err != nil || !strings.Contains(string(ps1), mirror) {
+		t.Errorf("prepare.ps1 does not download %s (%v)", mirror, err)
 	}
 }
