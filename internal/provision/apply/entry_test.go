@@ -377,3 +377,34 @@ func TestApplyAgainstAPIServer(t *testing.T) {
 		t.Errorf("without the cluster's context: %v", err)
 	}
 }
+
+// TestApplyTeachesCallersRedactor: the secrets a phase learns (here
+// admin.conf's client key) go into the Redactor the caller passed, the one
+// the CLI redacts its own output with, not into one of Apply's own.
+func TestApplyTeachesCallersRedactor(t *testing.T) {
+	key := sshtest.NewKey(t)
+	srv := sshtest.Start(t, key.Signer.PublicKey())
+	const secret = "c2VjcmV0LWNsaWVudC1rZXktb2YtdGhlLWFkbWluLWNvbmY="
+	srv.Shim("cat", "#!/bin/sh\nprintf 'apiVersion: v1\\nkind: Config\\nusers:\\n- name: admin\\n  user:\\n    client-key-data: "+secret+"\\n'\n")
+	p := sshPlan(t, srv)
+	dir := t.TempDir()
+	red := &provision.Redactor{}
+	o := Options{Plan: p, Kubeconfig: filepath.Join(dir, "kubeconfig"), StatePath: filepath.Join(dir, "state.json"),
+		Only: []string{"kubeconfig"}, Redactor: red,
+		SSH: SSHOptions{Identities: []string{key.Path}, KnownHosts: filepath.Join(dir, "known_hosts"), AcceptNewHostKeys: true, ConnectTimeout: time.Minute}}
+	_, err := Apply(context.Background(), o)
+	// The import fails (this admin.conf names no cluster); the key was
+	// learned before it.
+	if err == nil {
+		t.Fatal("the import of a kubeconfig without a cluster succeeded")
+	}
+	if !slices.ContainsFunc(srv.Commands(), func(c string) bool { return strings.Contains(c, "admin.conf") }) {
+		t.Fatalf("admin.conf was not read: %q", srv.Commands())
+	}
+	if got := red.Redact("key " + secret); strings.Contains(got, secret) {
+		t.Errorf("the caller's redactor did not learn admin.conf's key: %q", got)
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("the error shows the key: %v", err)
+	}
+}
