@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,5 +104,33 @@ func TestDrainAndDeleteNode(t *testing.T) {
 	all := &drainPhase{nodes: []string{"drain-b"}, all: true, restConfig: cfg, timeout: time.Second}
 	if err := all.Run(ctx, provision.ClusterHost()); err != nil {
 		t.Errorf("draining when every node is reset must do nothing: %v", err)
+	}
+}
+
+// TestResetNodesDryRun: a reset without names takes every node apart (and
+// so drains none: pods would have nowhere to go); with names, only those.
+func TestResetNodesDryRun(t *testing.T) {
+	dry := func(d Deps) (drain, del []string) {
+		t.Helper()
+		phases := ResetPhases(d, time.Minute)
+		var err error
+		if drain, err = phases[0].(provision.DryRunner).DryRun(context.Background(), provision.ClusterHost()); err != nil {
+			t.Fatal(err)
+		}
+		if del, err = phases[1].(provision.DryRunner).DryRun(context.Background(), provision.ClusterHost()); err != nil {
+			t.Fatal(err)
+		}
+		return drain, del
+	}
+	d := labDeps(t)
+	drain, del := dry(d)
+	want := []string{"kubectl delete node k8s-lab-master-1", "kubectl delete node k8s-lab-node-1", "kubectl delete node k8s-lab-node-2", "kubectl delete node k8s-lab-win-1"}
+	if len(drain) != 1 || !strings.HasPrefix(drain[0], "nothing to drain: every node is reset") || !slices.Equal(del, want) {
+		t.Errorf("reset of the whole cluster: drain %q, delete %q", drain, del)
+	}
+	d.ResetNodes = []string{"k8s-lab-win-1"}
+	drain, del = dry(d)
+	if len(drain) != 1 || !strings.HasPrefix(drain[0], "kubectl drain k8s-lab-win-1 ") || !slices.Equal(del, want[3:]) {
+		t.Errorf("reset of k8s-lab-win-1: drain %q, delete %q", drain, del)
 	}
 }
