@@ -119,7 +119,11 @@ func TestApproveCSRsPhase(t *testing.T) {
 		a := requestServingCert(t, env, "csr-a", "192.0.2.11")
 		b := requestServingCert(t, env, "csr-b", "192.0.2.12")
 		other := requestServingCert(t, env, "csr-other", "192.0.2.15")
-		if err := csrPhase(env, inv, time.Minute, host("csr-a"), host("csr-b")).Run(ctx, provision.ClusterHost()); err != nil {
+		// The round that approves them ends the phase: with a poll longer
+		// than the timeout, waiting for another round would time out.
+		ph := csrPhase(env, inv, time.Minute, host("csr-a"), host("csr-b"))
+		ph.poll = time.Hour
+		if err := ph.Run(ctx, provision.ClusterHost()); err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range []string{a, b} {
@@ -144,6 +148,16 @@ func TestApproveCSRsPhase(t *testing.T) {
 		}
 		if got := conditionOf(t, admin, c); got != certv1.CertificateDenied {
 			t.Errorf("condition %q, want Denied", got)
+		}
+	})
+
+	t.Run("a request left pending times out, with the reason", func(t *testing.T) {
+		// csr-e has an address in the inventory but no Node yet.
+		inv.Addresses["csr-e"] = netip.MustParseAddr("192.0.2.16")
+		requestServingCert(t, env, "csr-e", "192.0.2.16")
+		err := csrPhase(env, inv, 2*time.Second, host("csr-e")).Run(ctx, provision.ClusterHost())
+		if err == nil || !strings.Contains(err.Error(), "for csr-e (node-exists: Node csr-e is not registered yet)") {
+			t.Fatalf("err = %v, want a timeout naming csr-e and why its request is pending", err)
 		}
 	})
 

@@ -90,6 +90,10 @@ func TestDrainAndDeleteNode(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "bare") {
 		t.Fatalf("drain of a node with a bare pod: %v; want an error naming the pod", err)
 	}
+	// kubectl wrote no warning: nothing (not an empty indented line) follows.
+	if !strings.HasSuffix(err.Error(), "/bare") {
+		t.Errorf("drain error %q: want it to end with the pod", err)
+	}
 
 	del := &deleteNodePhase{nodes: []string{"drain-a", "drain-gone"}, restConfig: cfg}
 	for range 2 {
