@@ -54,9 +54,13 @@ func (p *drainPhase) DryRun(context.Context, provision.Host) ([]string, error) {
 	if p.all {
 		return []string{"nothing to drain: every node is reset (pods have nowhere to go)"}, nil
 	}
+	grace := "" // -1: each pod's own grace period, kubectl's default
+	if p.gracePeriod >= 0 {
+		grace = fmt.Sprintf(" --grace-period %d", p.gracePeriod)
+	}
 	var out []string
 	for _, n := range p.nodes {
-		out = append(out, fmt.Sprintf("kubectl drain %s --ignore-daemonsets --delete-emptydir-data --timeout %s (cordon, then evict its pods)", n, p.timeout))
+		out = append(out, fmt.Sprintf("kubectl drain %s --ignore-daemonsets --delete-emptydir-data%s --timeout %s (cordon, then evict its pods)", n, grace, p.timeout))
 	}
 	return out, nil
 }

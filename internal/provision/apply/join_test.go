@@ -132,6 +132,23 @@ func TestJoinFailureStillRemovesTheFile(t *testing.T) {
 	}
 }
 
+// TestJoinFailsWhenTheFileStays: a join that worked but left join.yaml
+// (and the token in it) on the node fails the phase, naming the file.
+func TestJoinFailsWhenTheFileStays(t *testing.T) {
+	p, _, node, _, _ := joinFixture(t, false, nil)
+	answer := node.answer
+	node.answer = func(script string, n int) (*transport.Result, error) {
+		if strings.HasPrefix(script, "rm -f ") {
+			return nil, errors.New("read-only file system")
+		}
+		return answer(script, n)
+	}
+	err := p.Run(context.Background(), node1)
+	if err == nil || !strings.Contains(err.Error(), "removing "+linuxJoinFile+" (it holds the join token): read-only file system") {
+		t.Fatalf("err = %v, want the failed removal", err)
+	}
+}
+
 func TestJoinWindows(t *testing.T) {
 	p, _, node, _, _ := joinFixture(t, true, nil)
 	if err := p.Run(context.Background(), win1); err != nil {

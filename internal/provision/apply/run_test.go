@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -170,8 +171,20 @@ func TestReset(t *testing.T) {
 	if len(events) == 0 {
 		t.Errorf("no progress reported")
 	}
-	if err := reset(ResetOptions{}); err != nil {
+	var visited []string
+	if err := reset(ResetOptions{Reporter: func([]provision.Phase) provision.Reporter {
+		return provision.ReporterFunc(func(e provision.Event) {
+			if strings.HasPrefix(e.Phase, "reset-") {
+				visited = append(visited, fmt.Sprintf("%s %s %s", e.Phase, e.Host, e.Type))
+			}
+		})
+	}}); err != nil {
 		t.Fatal(err)
+	}
+	slices.Sort(visited)
+	// Every host is visited (and skipped: the stand-ins have nothing to take apart).
+	if want := []string{"reset-control-plane cp skip", "reset-workers n1 skip", "reset-workers n2 skip"}; !slices.Equal(visited, want) {
+		t.Errorf("a reset of every node ran %q, want %q", visited, want)
 	}
 	if got := hostsIn(t, state); len(got) != 0 {
 		t.Errorf("after resetting every node: %q", got)
