@@ -137,6 +137,16 @@ func TestApplyOptionErrors(t *testing.T) {
 	if _, err := os.Stat(state); !os.IsNotExist(err) {
 		t.Errorf("the state file was touched: %v", err)
 	}
+	// A plan that was changed after it was derived, into one that cannot
+	// be rendered or used: ErrPlanNotUsable, and no option is blamed.
+	broken := *lab
+	broken.Nodes = slices.Clone(lab.Nodes)
+	broken.Nodes[1].Address = "192.168.10.x"
+	o = base()
+	o.Plan = &broken
+	if _, err := Apply(ctx, o); !errors.Is(err, ErrPlanNotUsable) || errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), `"192.168.10.x"`) {
+		t.Errorf("a node address that is not one: %v", err)
+	}
 	// The baseline is valid: offline, it runs the whole procedure.
 	o = base()
 	o.Offline = true

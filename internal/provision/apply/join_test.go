@@ -170,3 +170,22 @@ func TestJoinSkipsJoinedNode(t *testing.T) {
 		t.Errorf("joined node: run=%v why=%q err=%v", run, why, err)
 	}
 }
+
+// TestJoinShouldRunExitCodes: the check's exit status 1 (no kubelet.conf)
+// means join; any other failure is an error, not a reason to join again.
+func TestJoinShouldRunExitCodes(t *testing.T) {
+	for _, c := range []struct {
+		code    int
+		run     bool
+		wantErr bool
+	}{{1, true, false}, {2, false, true}, {255, false, true}} {
+		p, _, node, _, _ := joinFixture(t, false, nil)
+		node.answer = func(script string, _ int) (*transport.Result, error) {
+			return nil, &transport.CommandError{Host: node1.Name, Command: script, ExitCode: c.code}
+		}
+		run, _, err := p.ShouldRun(context.Background(), node1)
+		if run != c.run || (err != nil) != c.wantErr {
+			t.Errorf("exit %d: run=%v err=%v; want run=%v, error %v", c.code, run, err, c.run, c.wantErr)
+		}
+	}
+}
