@@ -1,6 +1,7 @@
 package csr
 
 import (
+	"bytes"
 	"errors"
 	"net/netip"
 	"strings"
@@ -293,5 +294,20 @@ func TestChecksAreNamedAndDocumented(t *testing.T) {
 			t.Errorf("check %q listed twice", c.Name)
 		}
 		seen[c.Name] = true
+	}
+}
+
+// TestParseRequestSizeLimit: a request of exactly maxRequestBytes (a valid
+// PEM block padded with trailing whitespace, which is allowed) is decoded;
+// one byte more is refused with both sizes in the message.
+func TestParseRequestSizeLimit(t *testing.T) {
+	p := nodeReq(n1, "192.168.10.24").build(t)
+	atLimit := append(p, bytes.Repeat([]byte("\n"), maxRequestBytes-len(p))...)
+	if r, err := ParseRequest(atLimit); err != nil || r == nil {
+		t.Fatalf("a request of %d bytes: %v", len(atLimit), err)
+	}
+	_, err := ParseRequest(append(atLimit, '\n'))
+	if want := "spec.request is 65537 bytes, more than the 65536 a serving-certificate request needs"; err == nil || err.Error() != want {
+		t.Fatalf("a request of %d bytes: %v, want %q", len(atLimit)+1, err, want)
 	}
 }

@@ -1,6 +1,7 @@
 package csr
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -177,5 +178,31 @@ func TestConditionFor(t *testing.T) {
 	}
 	if !strings.HasPrefix(deny.Message, "hybridctl: ip-addresses: foreign; dns-names: xxx") || len(deny.Message) > maxMessage || !strings.HasSuffix(deny.Message, "...") {
 		t.Errorf("denial message %d bytes: %.80q", len(deny.Message), deny.Message)
+	}
+}
+
+// TestEvaluateAPIError: only an error other than "not found" looking the
+// Node up is an API error (the run is incomplete); a Node that is not
+// registered, or one that was found, is not.
+func TestEvaluateAPIError(t *testing.T) {
+	refused := errors.New("connection refused")
+	for _, tc := range []struct {
+		name    string
+		node    *corev1.Node
+		nodeErr error
+		want    error
+	}{
+		{"found", n1Node, nil, nil},
+		{"not registered", nil, notFound(n1), nil},
+		{"API error", nil, refused, refused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Prepare(fromNode(n1, nodeReq(n1, "192.168.10.24").build(t)).object())
+			in.Node, in.NodeErr = tc.node, tc.nodeErr
+			rv := Evaluate(in)
+			if rv.APIError != tc.want {
+				t.Fatalf("APIError %v, want %v", rv.APIError, tc.want)
+			}
+		})
 	}
 }
