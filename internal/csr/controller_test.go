@@ -388,3 +388,127 @@ func TestControllerStopsWhileCachesSync(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestControllerLogsPendingOncePerReasons: a request left pending is
+// reported once, not again each time it is looked at for the same reasons
+// (here: its labels change); deleted and created again under the same name,
+// it is a new request and reported again. A request that one worker takes
+// after it is the barrier: once that one is decided, the other was looked at.
+func TestControllerLogsPendingOncePerReasons(t *testing.T) {
+	env := testenv.Get(t)
+	ctx := t.Context()
+	admin := setupLab(t, env)
+	csrs := admin.CertificatesV1().CertificateSigningRequests()
+	var got outcomes
+	c, err := NewController(clientFor(t, env.AdminConfig()), ControllerOptions{Workers: 1, Logger: (&logBuffer{}).logger(), OnDecision: got.record})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runController(t, c)
+	const node, name = "k8s-lab-gone-1", "pending-once"
+	pending := func() int {
+		got.mu.Lock()
+		defer got.mu.Unlock()
+		n := 0
+		for _, o := range got.all {
+			if o.Name == name && o.Decision == LeavePending {
+				n++
+			}
+		}
+		return n
+	}
+	barrier := func(b string) {
+		t.Helper()
+		createAsNode(t, env, "k8s-lab-node-1", b, nodeReq("k8s-lab-node-1", "192.168.10.24"))
+		got.waitFor(t, b, Approve, "")
+	}
+
+	createAsNode(t, env, node, name, nodeReq(node, "192.168.10.51"))
+	got.waitFor(t, name, LeavePending, "node-exists: Node "+node+" is not registered yet")
+	cur, err := csrs.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Labels = map[string]string{"touched": "yes"}
+	if _, err := csrs.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	barrier("pending-once-barrier-1")
+	if n := pending(); n != 1 {
+		t.Fatalf("reported left pending %d times for the same reasons, want once", n)
+	}
+
+	if err := csrs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createAsNode(t, env, node, name, nodeReq(node, "192.168.10.51"))
+	barrier("pending-once-barrier-2")
+	if n := pending(); n != 2 {
+		t.Fatalf("reported left pending %d times after it was created again, want twice", n)
+	}
+}
+
+// TestControllerConflictIsNotAnError: when the CSR changes between the
+// controller's read and its write (here: a label set just before the
+// controller's first approval reaches the API server), the write conflicts;
+// the controller does not warn or back off but reviews the newer object the
+// informer delivers, and approves it.
+func TestControllerConflictIsNotAnError(t *testing.T) {
+	env := testenv.Get(t)
+	ctx := t.Context()
+	admin := setupLab(t, env)
+	const name = "conflict-watch"
+	var mu sync.Mutex
+	var statuses []int
+	cfg := env.AdminConfig()
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method != http.MethodPut || !strings.HasSuffix(r.URL.Path, "/certificatesigningrequests/"+name+"/approval") {
+				return rt.RoundTrip(r)
+			}
+			mu.Lock()
+			first := len(statuses) == 0
+			mu.Unlock()
+			if first {
+				cur, err := admin.CertificatesV1().CertificateSigningRequests().Get(r.Context(), name, metav1.GetOptions{})
+				if err != nil {
+					return nil, err
+				}
+				cur.Labels = map[string]string{"touched": "yes"}
+				if _, err := admin.CertificatesV1().CertificateSigningRequests().Update(r.Context(), cur, metav1.UpdateOptions{}); err != nil {
+					return nil, err
+				}
+			}
+			resp, err := rt.RoundTrip(r)
+			if err == nil {
+				mu.Lock()
+				statuses = append(statuses, resp.StatusCode)
+				mu.Unlock()
+			}
+			return resp, err
+		})
+	}
+	var log logBuffer
+	var got outcomes
+	c, err := NewController(clientFor(t, cfg), ControllerOptions{Workers: 1, Logger: log.logger(), OnDecision: got.record})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runController(t, c)
+	createAsNode(t, env, "k8s-lab-node-1", name, nodeReq("k8s-lab-node-1", "192.168.10.24"))
+	got.waitFor(t, name, Approve, "")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(statuses) != 2 || statuses[0] != http.StatusConflict || statuses[1] != http.StatusOK {
+		t.Fatalf("approval writes answered %v, want a conflict, then OK (else this test proves nothing)", statuses)
+	}
+	if l := log.lines("will retry", "csr="+name); len(l) != 0 {
+		t.Errorf("a conflict was logged as an error to retry: %s", l)
+	}
+	if d, msg := decisionOf(t, ctx, admin, name); d != Approve {
+		t.Errorf("API shows %s (%s), want approved", d, msg)
+	}
+}
