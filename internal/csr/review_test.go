@@ -2,6 +2,7 @@ package csr
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -204,5 +205,45 @@ func TestEvaluateAPIError(t *testing.T) {
 				t.Fatalf("APIError %v, want %v", rv.APIError, tc.want)
 			}
 		})
+	}
+}
+
+// TestEvaluateReviewFields: the review carries what the request asks for,
+// every kind of name in its order, as people and -o json see it.
+func TestEvaluateReviewFields(t *testing.T) {
+	created := time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)
+	c := fromNode(n1, req{cn: NodeUserPrefix + n1, org: []string{NodesGroup}, dns: []string{n1, n1 + ".example.com"},
+		ips: []string{"192.168.10.24", "fd00::24"}, emails: []string{"a@example.com"}, uris: []string{"spiffe://lab/node"}}.build(t))
+	c.name = "fields"
+	c.usages = []certv1.KeyUsage{certv1.UsageDigitalSignature, certv1.UsageServerAuth, certv1.UsageClientAuth}
+	obj := c.object()
+	obj.CreationTimestamp.Time = created
+	in := Prepare(obj)
+	in.Node = n1Node
+	rv := Evaluate(in)
+	for _, f := range []struct {
+		what      string
+		got, want any
+	}{
+		{"Name", rv.Name, "fields"},
+		{"Node", rv.Node, n1},
+		{"Requester", rv.Requester, NodeUserPrefix + n1},
+		{"Created", rv.Created, created},
+		{"DNSNames", rv.DNSNames, []string{n1, n1 + ".example.com"}},
+		{"IPs", rv.IPs, []string{"192.168.10.24", "fd00::24"}},
+		{"Emails", rv.Emails, []string{"a@example.com"}},
+		{"URIs", rv.URIs, []string{"spiffe://lab/node"}},
+		{"Usages", rv.Usages, []string{"digital signature", "server auth", "client auth"}},
+		{"Decision", rv.Decision, Deny},
+	} {
+		if !reflect.DeepEqual(f.got, f.want) {
+			t.Errorf("%s = %#v, want %#v", f.what, f.got, f.want)
+		}
+	}
+	// A request that does not decode has no names; the rest is filled.
+	c.request = []byte("nope")
+	rv = Evaluate(Prepare(c.object()))
+	if rv.DNSNames != nil || rv.IPs != nil || rv.Emails != nil || rv.URIs != nil || rv.Node != n1 || len(rv.Usages) != 3 {
+		t.Errorf("undecodable request: %+v", rv)
 	}
 }
