@@ -79,15 +79,11 @@ func (p *kubeconfigPhase) Run(ctx context.Context, _ provision.Host) error {
 		return fmt.Errorf("reading admin.conf on %s: %w", cps[0].Name, err)
 	}
 	p.redactKeys(res.Stdout)
-	timeout := p.target.VerifyTimeout
-	if timeout <= 0 {
-		timeout = kubeconfig.DefaultVerifyTimeout
-	}
 	// The same import as `hybridctl kubeconfig import -`: no plugin runs,
 	// no local file is read, --verify before anything is written.
 	imp, err := kubeconfig.Import(ctx, p.target.Store, kubeconfig.ImportOptions{
 		Source: "-", SourceData: res.Stdout, Name: p.target.Name, Server: p.target.Server,
-		Verify: true, VerifyTimeout: timeout,
+		Verify: true, VerifyTimeout: p.target.VerifyTimeout, // 0: kubeconfig.DefaultVerifyTimeout
 	})
 	if err != nil {
 		return fmt.Errorf("importing admin.conf of %s: %w", cps[0].Name, err)

@@ -1,0 +1,119 @@
+package apply
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hybridctl/hybridctl/internal/provision"
+)
+
+// TestRedactKeys: of admin.conf, the client key and a token are secrets;
+// the certificate (public) and the server are not, and are left readable.
+func TestRedactKeys(t *testing.T) {
+	const conf = `apiVersion: v1
+clusters:
+- cluster:
+    server: https://k8s-lab-api.example.com:6443
+users:
+- name: kubernetes-admin
+  user:
+    client-certificate-data: Y2VydGlmaWNhdGUtcHVibGljLWFuZC1sb25n
+    client-key-data: a2V5LXByaXZhdGUtYW5kLWxvbmctZW5vdWdo
+- name: robot
+  user:
+    token: abcdef.0123456789abcdef
+`
+	red := &provision.Redactor{}
+	(&kubeconfigPhase{redactor: red}).redactKeys([]byte(conf))
+	for _, c := range []struct {
+		value  string
+		secret bool
+	}{
+		{"a2V5LXByaXZhdGUtYW5kLWxvbmctZW5vdWdo", true},
+		{"abcdef.0123456789abcdef", true},
+		{"Y2VydGlmaWNhdGUtcHVibGljLWFuZC1sb25n", false},
+		{"https://k8s-lab-api.example.com:6443", false},
+	} {
+		if got := red.Redact(c.value) != c.value; got != c.secret {
+			t.Errorf("%s: redacted %v, want %v", c.value, got, c.secret)
+		}
+	}
+	// Without a redactor, nothing happens (and nothing panics).
+	(&kubeconfigPhase{}).redactKeys([]byte(conf))
+}
+
+// TestDecodeDocsNamesTheDocument: errors name the file and the document's
+// place in it.
+func TestDecodeDocsNamesTheDocument(t *testing.T) {
+	const data = "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\n"
+	objs, err := decodeDocs("calico.yaml", []byte(data))
+	if err == nil || err.Error() != "calico.yaml: document 2 has no kind or name" || objs != nil {
+		t.Fatalf("decodeDocs: %v, %d objects", err, len(objs))
+	}
+	objs, err = decodeDocs("ok.yaml", []byte("---\n{apiVersion: v1, kind: Namespace, metadata: {name: a}}\n---\n"))
+	if err != nil || len(objs) != 1 || objs[0].GetName() != "a" {
+		t.Fatalf("decodeDocs: %v, %v", err, objs)
+	}
+	if _, err = decodeDocs("bad.yaml", []byte("kind: A\nmetadata: {name: a}\n---\n[1, 2\n")); err == nil || !strings.HasPrefix(err.Error(), "bad.yaml: document 2: ") {
+		t.Errorf("decodeDocs of a broken second document: %v", err)
+	}
+}
+
+// TestCalicoReadyRequires: calico-windows is waited for only when the
+// cluster has a Windows node (a Linux-only cluster never gets it).
+func TestCalicoReadyRequires(t *testing.T) {
+	linux := []provision.Host{cp1, node1}
+	if got := (&calicoReadyPhase{hosts: linux}).required(); !slices.Equal(got, []string{"apiserver", "calico"}) {
+		t.Errorf("Linux only: %q", got)
+	}
+	if got := (&calicoReadyPhase{hosts: append(linux, win1)}).required(); !slices.Equal(got, []string{"apiserver", "calico", "calico-windows"}) {
+		t.Errorf("with Windows: %q", got)
+	}
+}
+
+// TestPollIntervals: the phases that wait on the API server ask every 2
+// seconds, not in a busy loop.
+func TestPollIntervals(t *testing.T) {
+	n := 0
+	for _, p := range Phases(labDeps(t)) {
+		var poll time.Duration
+		switch p := p.(type) {
+		case *nodesReadyPhase:
+			poll = p.poll
+		case *approveCSRsPhase:
+			poll = p.poll
+		default:
+			continue
+		}
+		n++
+		if poll != 2*time.Second {
+			t.Errorf("%s polls every %s", p.Title(), poll)
+		}
+	}
+	if n < 4 {
+		t.Errorf("%d phases wait on nodes or CSRs", n)
+	}
+}
+
+// TestAddonsDryRunNamesTheSource: the dry run names the file an add-on is
+// read from in a bundle, and its URL otherwise.
+func TestAddonsDryRunNamesTheSource(t *testing.T) {
+	const url = "https://github.com/kubernetes-sigs/metrics-server/releases/download/v0.9.0/components.yaml"
+	a := AddonSource{Name: "metrics-server", Version: "v0.9.0", URL: url}
+	for _, c := range []struct {
+		file, want string
+	}{
+		{"", url},
+		{filepath.Join("bundle", "manifests", "components.yaml"), filepath.Join("bundle", "manifests", "components.yaml")},
+	} {
+		a.File = c.file
+		got, err := (&addonsPhase{addons: []AddonSource{a}}).DryRun(context.Background(), provision.ClusterHost())
+		if err != nil || len(got) != 1 || !strings.HasSuffix(got[0], "metrics-server v0.9.0 from "+c.want) {
+			t.Errorf("file %q: %q %v", c.file, got, err)
+		}
+	}
+}
