@@ -23,6 +23,7 @@ var update = flag.Bool("update", false, "rewrite docs/checks.md from the catalog
 //	# live: true                                (treat the file as a complete live listing)
 //	# server-version: v1.37.2
 //	# message: HC202 60 pods                      (a finding of HC202 whose message contains "60 pods")
+//	# message: HC103 spec.os.name: windows$       (... whose message ends with "spec.os.name: windows")
 type header struct {
 	expect        []string
 	messages      []string
@@ -274,7 +275,9 @@ func checkSources(t *testing.T, path string, res *checks.Result) {
 
 // checkMessages asserts the fixture's "# message: HCnnn text" lines: a
 // finding of that check whose message contains the text (the numbers in
-// messages are part of the contract: 60 vs 61 pods, the taint, the node).
+// messages are part of the contract: 60 vs 61 pods, the taint, the node),
+// or, when the text ends with "$", whose message ends with it (nothing
+// appended: no empty list, no clause that does not apply).
 func checkMessages(t *testing.T, path string, h header, res *checks.Result) {
 	t.Helper()
 	for _, m := range h.messages {
@@ -283,11 +286,15 @@ func checkMessages(t *testing.T, path string, h header, res *checks.Result) {
 			t.Errorf("%s: malformed message line %q", path, m)
 			continue
 		}
+		match := strings.Contains
+		if t, ok := strings.CutSuffix(text, "$"); ok {
+			text, match = t, strings.HasSuffix
+		}
 		found := false
 		var msgs []string
 		for _, f := range res.Findings {
 			if f.Check == id {
-				found = found || strings.Contains(f.Message, text)
+				found = found || match(f.Message, text)
 				msgs = append(msgs, f.Message)
 			}
 		}
