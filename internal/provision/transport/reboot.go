@@ -36,7 +36,7 @@ func (c *Client) Reconnect(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() == nil || last == nil {
+		if !ended(ctx) || last == nil {
 			last = err // keep the most telling error, not the one cut short
 		}
 		var changed *HostKeyChangedError
@@ -51,6 +51,17 @@ func (c *Client) Reconnect(ctx context.Context) error {
 		}
 		wait = min(2*wait, backoffMax)
 	}
+}
+
+// ended reports whether ctx is done or its deadline has passed. A
+// handshake cut short by the deadline fails on the socket's deadline (the
+// same time), which can come a moment before ctx reports it ended.
+func ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // BootID returns a value that changes on every boot of the host.

@@ -354,14 +354,14 @@ func (c *Client) exec(ctx context.Context, shown, line string, stdin io.Reader) 
 	mu.Lock()
 	so, se, out := stdout.Bytes(), stderr.Bytes(), all.Bytes()
 	mu.Unlock()
-	res := &Result{Stdout: so, Stderr: se}
 	var ee *ssh.ExitError
 	switch {
 	case err == nil:
-		return res, nil
+		return &Result{Stdout: so, Stderr: se}, nil
 	case errors.As(err, &ee):
-		res.ExitCode = ee.ExitStatus()
-		if ee.Signal() != "" && ee.ExitStatus() == 0 {
+		// A process killed by a signal has no exit code: the server sends
+		// exit-signal and x/crypto/ssh reports 128+n as its status.
+		if ee.Signal() != "" {
 			return nil, fail(-1, fmt.Errorf("killed by signal %s", ee.Signal()), so, se, out)
 		}
 		return nil, fail(ee.ExitStatus(), err, so, se, out)
