@@ -223,3 +223,61 @@ func TestSSHConfigsFromPlan(t *testing.T) {
 		t.Errorf("configs:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestKubeadmInitChecksItsOutput: kubeadm init that exits 0 without its
+// success line is a failure with the output kept; one that fails is that
+// failure.
+func TestKubeadmInitChecksItsOutput(t *testing.T) {
+	for _, tc := range []struct {
+		res  *transport.Result
+		err  error
+		want string
+	}{
+		{&transport.Result{Stdout: []byte("[init] Using Kubernetes version: v1.37.2\n")}, nil, `kubeadm init ended without "` + kubeadmInitDone + `"`},
+		{nil, &transport.CommandError{ExitCode: 1, Command: "kubeadm init"}, `command "kubeadm init" on  failed with exit code 1`},
+	} {
+		f := newFake(func(script string, _ int) (*transport.Result, error) {
+			if strings.HasPrefix(script, "kubeadm init") {
+				return tc.res, tc.err
+			}
+			return out("ok\n")
+		})
+		err := (&kubeadmInitPhase{files: files, connect: conn(f)}).Run(context.Background(), cp1)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("got %v, want %s", err, tc.want)
+		}
+	}
+}
+
+// TestJoinShouldRun: a node without kubelet.conf (the check exits 1) is
+// joined; another exit code or a lost connection is an error, not "run".
+func TestJoinShouldRun(t *testing.T) {
+	for _, windows := range []bool{false, true} {
+		h := node1
+		if windows {
+			h = win1
+		}
+		for _, tc := range []struct {
+			err     error
+			run     bool
+			wantErr bool
+		}{
+			{&transport.CommandError{ExitCode: 1}, true, false},
+			{&transport.CommandError{ExitCode: 2}, false, true},
+			{&transport.CommandError{ExitCode: -1, Err: errors.New("connection lost")}, false, true},
+		} {
+			p, _, _, _, _ := joinFixture(t, windows, nil)
+			_, check := p.paths()
+			checked := false
+			node := newFake(func(script string, _ int) (*transport.Result, error) {
+				checked = checked || script == check
+				return nil, tc.err
+			})
+			p.connect = func(context.Context, string) (hostConn, error) { return node, nil }
+			run, _, err := p.ShouldRun(context.Background(), h)
+			if !checked || run != tc.run || (err != nil) != tc.wantErr {
+				t.Errorf("windows=%v, check fails with %v: run=%v err=%v (check run: %v)", windows, tc.err, run, err, checked)
+			}
+		}
+	}
+}
