@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hybridctl/hybridctl/internal/provision"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
@@ -278,6 +279,62 @@ func TestJoinShouldRun(t *testing.T) {
 			if !checked || run != tc.run || (err != nil) != tc.wantErr {
 				t.Errorf("windows=%v, check fails with %v: run=%v err=%v (check run: %v)", windows, tc.err, run, err, checked)
 			}
+		}
+	}
+}
+
+// TestResetDrainDefaults: reset drains one node at a time with the given
+// timeout, 5 minutes when none (or a negative one) is given, and keeps
+// each pod's own termination grace period (-1, kubectl's default).
+func TestResetDrainDefaults(t *testing.T) {
+	for given, want := range map[time.Duration]string{0: "5m0s", -time.Second: "5m0s", time.Nanosecond: "1ns", 2 * time.Minute: "2m0s"} {
+		d := labDeps(t)
+		d.ResetNodes, d.DrainTimeout = []string{"k8s-lab-node-1"}, given
+		dp, ok := ResetPhases(d, time.Minute)[0].(*drainPhase)
+		if !ok {
+			t.Fatal("reset does not start with the drain")
+		}
+		lines, err := dp.DryRun(context.Background(), provision.ClusterHost())
+		wantLine := "kubectl drain k8s-lab-node-1 --ignore-daemonsets --delete-emptydir-data --timeout " + want + " (cordon, then evict its pods)"
+		if err != nil || len(lines) != 1 || lines[0] != wantLine {
+			t.Errorf("DrainTimeout %v: %q %v", given, lines, err)
+		}
+		if dp.gracePeriod != -1 {
+			t.Errorf("grace period %d, want -1 (each pod's own)", dp.gracePeriod)
+		}
+	}
+}
+
+// TestJoinTokenFileRemovalFailure: when join.yaml (it holds the token)
+// cannot be removed after a successful join, the phase fails saying so;
+// after a failed join, the join's error is kept.
+func TestJoinTokenFileRemovalFailure(t *testing.T) {
+	rmErr := &transport.CommandError{ExitCode: -1, Command: "rm", Err: errors.New("connection lost")}
+	joinErr := &transport.CommandError{ExitCode: 1, Command: "kubeadm join"}
+	for _, failJoin := range []bool{false, true} {
+		p, _, _, _, _ := joinFixture(t, false, nil)
+		node := newFake(func(script string, _ int) (*transport.Result, error) {
+			switch {
+			case strings.HasPrefix(script, "rm -f "):
+				return nil, rmErr
+			case failJoin && strings.Contains(script, "join --config"):
+				return nil, joinErr
+			}
+			return out("")
+		})
+		connect := p.connect
+		p.connect = func(ctx context.Context, h string) (hostConn, error) {
+			if h == node1.Name {
+				return node, nil
+			}
+			return connect(ctx, h)
+		}
+		err := p.Run(context.Background(), node1)
+		switch {
+		case failJoin && !errors.Is(err, joinErr):
+			t.Errorf("a failed join and a failed removal: %v, want the join's error", err)
+		case !failJoin && (!errors.Is(err, rmErr) || !strings.HasPrefix(err.Error(), "removing "+linuxJoinFile+" (it holds the join token): ")):
+			t.Errorf("a failed removal after the join: %v", err)
 		}
 	}
 }
