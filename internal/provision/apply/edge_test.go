@@ -338,3 +338,13 @@ func TestJoinTokenFileRemovalFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestSumsSortedByPath: the node's SHA256SUMS lists its files by path,
+// whatever their order in the bundle, in sha256sum's format.
+func TestSumsSortedByPath(t *testing.T) {
+	a, b := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	got := string(sums([]BundleFile{{Path: "linux-amd64/kubelet", SHA256: b}, {Path: "linux-amd64/kubeadm", SHA256: a}}))
+	if want := a + "  linux-amd64/kubeadm\n" + b + "  linux-amd64/kubelet\n"; got != want {
+		t.Errorf("sums:\n%s\nwant\n%s", got, want)
+	}
+}
