@@ -132,23 +132,11 @@ func TestResetNodesDryRun(t *testing.T) {
 	if len(drain) != 1 || !strings.HasPrefix(drain[0], "nothing to drain: every node is reset") || !slices.Equal(del, want) {
 		t.Errorf("reset of the whole cluster: drain %q, delete %q", drain, del)
 	}
-	// One node: drained with each pod's own grace period, for 5 minutes
-	// unless told otherwise.
+	// One node: drained (TestResetDrainDefaults has the timeouts).
 	d.ResetNodes = []string{"k8s-lab-win-1"}
-	for _, c := range []struct {
-		timeout time.Duration
-		want    string
-	}{
-		{0, "5m0s"},
-		{-time.Second, "5m0s"},
-		{time.Second, "1s"},
-	} {
-		d.DrainTimeout = c.timeout
-		drain, del = dry(d)
-		line := "kubectl drain k8s-lab-win-1 --ignore-daemonsets --delete-emptydir-data --timeout " + c.want + " (cordon, then evict its pods)"
-		if !slices.Equal(drain, []string{line}) || !slices.Equal(del, want[3:]) {
-			t.Errorf("reset of k8s-lab-win-1, drain timeout %s: drain %q, delete %q", c.timeout, drain, del)
-		}
+	drain, del = dry(d)
+	if line := "kubectl drain k8s-lab-win-1 --ignore-daemonsets --delete-emptydir-data --timeout 5m0s (cordon, then evict its pods)"; !slices.Equal(drain, []string{line}) || !slices.Equal(del, want[3:]) {
+		t.Errorf("reset of k8s-lab-win-1: drain %q, delete %q", drain, del)
 	}
 	p := &drainPhase{nodes: []string{"n"}, gracePeriod: 0, timeout: time.Second}
 	if got, _ := p.DryRun(context.Background(), provision.ClusterHost()); !slices.Equal(got, []string{"kubectl drain n --ignore-daemonsets --delete-emptydir-data --grace-period 0 --timeout 1s (cordon, then evict its pods)"}) {
