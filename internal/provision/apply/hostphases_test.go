@@ -31,8 +31,11 @@ func (f *fakeConn) Upload(_ context.Context, dst string, data []byte, mode fs.Fi
 	f.uploads[dst], f.data[dst] = mode, data
 	return nil
 }
-func (f *fakeConn) Run(_ context.Context, script string) (*transport.Result, error) {
+func (f *fakeConn) Run(ctx context.Context, script string) (*transport.Result, error) {
 	f.runs = append(f.runs, script)
+	if err := ctx.Err(); err != nil {
+		return nil, err // as a real connection: nothing runs once ctx is done
+	}
 	return f.answer(script, len(f.runs))
 }
 func (f *fakeConn) Reboot(context.Context) error { f.reboots++; return nil }

@@ -76,26 +76,30 @@ func TestCalicoReadyRequires(t *testing.T) {
 }
 
 // TestPollIntervals: the phases that wait on the API server ask every 2
-// seconds, not in a busy loop.
+// seconds (Calico's status every 5), not in a busy loop.
 func TestPollIntervals(t *testing.T) {
 	n := 0
 	for _, p := range Phases(labDeps(t)) {
-		var poll time.Duration
+		var poll, want time.Duration = 0, 2 * time.Second
 		switch p := p.(type) {
 		case *nodesReadyPhase:
 			poll = p.poll
 		case *approveCSRsPhase:
 			poll = p.poll
+		case *corednsRestartPhase:
+			poll = p.poll
+		case *calicoReadyPhase:
+			poll, want = p.poll, 5*time.Second
 		default:
 			continue
 		}
 		n++
-		if poll != 2*time.Second {
-			t.Errorf("%s polls every %s", p.Title(), poll)
+		if poll != want {
+			t.Errorf("%s polls every %s, want %s", p.Title(), poll, want)
 		}
 	}
-	if n < 4 {
-		t.Errorf("%d phases wait on nodes or CSRs", n)
+	if n < 6 {
+		t.Errorf("%d phases wait on the API server", n)
 	}
 }
 
