@@ -1,7 +1,11 @@
 package apply
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -119,5 +123,29 @@ func TestAddonsDryRunNamesTheSource(t *testing.T) {
 		if err != nil || len(got) != 1 || !strings.HasSuffix(got[0], "metrics-server v0.9.0 from "+c.want) {
 			t.Errorf("file %q: %q %v", c.file, got, err)
 		}
+	}
+}
+
+// TestAddonFromBundle: an add-on read from the bundle is the file's bytes,
+// up to maxManifestBytes; a missing or larger file is an error naming it.
+func TestAddonFromBundle(t *testing.T) {
+	dir := t.TempDir()
+	exact, over := filepath.Join(dir, "exact.yaml"), filepath.Join(dir, "over.yaml")
+	if err := os.WriteFile(exact, bytes.Repeat([]byte("a"), maxManifestBytes), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(over, bytes.Repeat([]byte("a"), maxManifestBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if data, err := (AddonSource{File: exact}).load(ctx); err != nil || len(data) != maxManifestBytes {
+		t.Errorf("a manifest of the limit: %d bytes, %v", len(data), err)
+	}
+	if data, err := (AddonSource{File: over}).load(ctx); err == nil || data != nil || !strings.Contains(err.Error(), over+": larger than") {
+		t.Errorf("a manifest over the limit: %d bytes, %v", len(data), err)
+	}
+	missing := filepath.Join(dir, "missing.yaml")
+	if data, err := (AddonSource{File: missing}).load(ctx); !errors.Is(err, fs.ErrNotExist) || data != nil || !strings.HasPrefix(err.Error(), "add-on manifest: ") {
+		t.Errorf("a missing manifest: %d bytes, %v", len(data), err)
 	}
 }
