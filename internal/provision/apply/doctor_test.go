@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -50,5 +51,8 @@ func TestDoctorPhase(t *testing.T) {
 	err := ph.Run(ctx, provision.ClusterHost())
 	if err == nil || !strings.Contains(err.Error(), "HC101") || !strings.Contains(err.Error(), "log-agent") {
 		t.Fatalf("doctor after a Linux DaemonSet that tolerates everything: %v; want HC101 naming log-agent", err)
+	}
+	if !regexp.MustCompile(`^doctor: [1-9][0-9]* errors?, [0-9]+ warnings?, [0-9]+ info over [1-9][0-9]* objects?; [0-9]+ checks? skipped:\n`).MatchString(err.Error()) {
+		t.Errorf("doctor's summary: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybridctl/hybridctl/internal/kubeconfig"
 	"github.com/hybridctl/hybridctl/internal/provision"
 )
 
@@ -147,5 +148,43 @@ func TestAddonFromBundle(t *testing.T) {
 	missing := filepath.Join(dir, "missing.yaml")
 	if data, err := (AddonSource{File: missing}).load(ctx); !errors.Is(err, fs.ErrNotExist) || data != nil || !strings.HasPrefix(err.Error(), "add-on manifest: ") {
 		t.Errorf("a missing manifest: %d bytes, %v", len(data), err)
+	}
+}
+
+// TestRESTConfigFrom: the API phases' configuration is the imported
+// context's; a kubeconfig without it, or whose context lacks its cluster
+// or user, is an error naming the file and the context.
+func TestRESTConfigFrom(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const cluster = "clusters:\n- name: lab\n  cluster: {server: 'https://127.0.0.1:6443'}\n"
+	const user = "users:\n- name: lab-admin\n  user: {token: abcdef.0123456789abcdef}\n"
+	const context1 = "contexts:\n- name: lab\n  context: {cluster: lab, user: lab-admin}\n"
+	for _, c := range []struct {
+		name, body, want string
+	}{
+		{"good", "apiVersion: v1\nkind: Config\n" + cluster + user + context1, ""},
+		{"no-context", "apiVersion: v1\nkind: Config\n" + cluster + user, `has no context "lab": run the kubeconfig phase first`},
+		{"no-user", "apiVersion: v1\nkind: Config\n" + cluster + context1, `: context "lab" lacks its cluster or user`},
+		{"no-cluster", "apiVersion: v1\nkind: Config\n" + user + context1, `: context "lab" lacks its cluster or user`},
+	} {
+		path := write(c.name, c.body)
+		rc, err := RESTConfigFrom(&KubeconfigTarget{Store: &kubeconfig.Store{Path: path}, Name: "lab"})(ctx)
+		switch {
+		case c.want == "" && (err != nil || rc.Host != "https://127.0.0.1:6443" || rc.BearerToken != "abcdef.0123456789abcdef"):
+			t.Errorf("%s: %v %v", c.name, rc, err)
+		case c.want != "" && (err == nil || rc != nil || !strings.HasPrefix(err.Error(), path) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want an error naming %s with %q", c.name, err, path, c.want)
+		}
+	}
+	if _, err := RESTConfigFrom(&KubeconfigTarget{Store: &kubeconfig.Store{Path: filepath.Join(dir, "missing")}, Name: "lab"})(ctx); err == nil {
+		t.Error("a missing kubeconfig gave a configuration")
 	}
 }
