@@ -35,10 +35,16 @@ func TargetPath(explicit, kubeconfigEnv string) (string, error) {
 	return resolveLink(abs)
 }
 
+// maxSymlinks is how many symbolic links resolveLink follows: Linux's
+// limit (MAXSYMLINKS), so that a chain kubectl can open resolves here too.
+const maxSymlinks = 40
+
 // resolveLink follows a chain of symlinks at path (whose target may not
 // exist yet). Relative link targets are relative to the link's directory.
 func resolveLink(path string) (string, error) {
-	for i := 0; i < 40; i++ {
+	start := path
+	// One more round than links: the last one finds the file itself.
+	for i := 0; i <= maxSymlinks; i++ {
 		fi, err := os.Lstat(path)
 		if errors.Is(err, os.ErrNotExist) {
 			return path, nil
@@ -58,5 +64,5 @@ func resolveLink(path string) (string, error) {
 		}
 		path = dest
 	}
-	return "", newErr(KindIO, fmt.Sprintf("kubeconfig %s: too many levels of symbolic links", path), nil)
+	return "", newErr(KindIO, fmt.Sprintf("kubeconfig %s: too many levels of symbolic links", start), nil)
 }
