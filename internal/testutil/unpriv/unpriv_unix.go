@@ -69,7 +69,9 @@ func Run(t *testing.T) bool {
 	if reachableByOthers(wd) {
 		cmd.Dir = wd
 	}
-	cmd.Env = append(os.Environ(), EnvChild+"=1", "HOME="+tmp, "TMPDIR="+tmp, "XDG_CACHE_HOME="+tmp)
+	// GOTMPDIR too: t.TempDir creates its directories there when it is set
+	// (gremlins sets it to its own 0700 directory), and nobody could not.
+	cmd.Env = append(os.Environ(), EnvChild+"=1", "HOME="+tmp, "TMPDIR="+tmp, "GOTMPDIR="+tmp, "XDG_CACHE_HOME="+tmp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: Nobody, Gid: Nobody}}
 	out, err := cmd.CombinedOutput()
 	t.Logf("unpriv: %s ran as uid %d:\n%s", t.Name(), Nobody, out)
