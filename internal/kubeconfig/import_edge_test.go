@@ -1,7 +1,10 @@
 package kubeconfig
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -54,5 +57,39 @@ Nothing was written. Pick another --name, or pass --overwrite to replace them (t
 	}
 	if !reflect.DeepEqual(res.Entries[0].SameAs, []string{"kubernetes"}) || !reflect.DeepEqual(res.Entries[1].SameAs, []string{"kubernetes-admin"}) || res.Entries[2].SameAs != nil {
 		t.Errorf("sameAs: %v, %v, %v", res.Entries[0].SameAs, res.Entries[1].SameAs, res.Entries[2].SameAs)
+	}
+}
+
+// TestImportSourceSizeLimit: a source file of exactly 16 MiB (a valid
+// kubeconfig after a long comment) is read whole, its hash taken over
+// every byte; one byte more is refused with the size.
+func TestImportSourceSizeLimit(t *testing.T) {
+	ca := kt.NewCA(t, "kubernetes")
+	cert, key := ca.Issue(t, "admin", nil)
+	conf := kt.AdminConf("https://10.0.0.1:6443", ca.CertPEM, cert, key)
+	dir := t.TempDir()
+	pad := maxSourceSize - len(conf) - 2
+	exact := append(append(append([]byte("#"), bytes.Repeat([]byte("x"), pad)...), '\n'), conf...)
+	if len(exact) != maxSourceSize {
+		t.Fatalf("fixture of %d bytes", len(exact))
+	}
+	src := kt.WriteFile(t, filepath.Join(dir, "exact.conf"), exact, 0o600)
+	st := newStore(t)
+	if _, err := importFile(t, st, src, "lab", nil); err != nil {
+		t.Fatalf("exactly 16 MiB: %v", err)
+	}
+	cfg, err := st.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := ContextImported(cfg, "lab")
+	sum := sha256.Sum256(exact)
+	if !ok || m.SourceSHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("the marker's hash is not over the whole file: %+v", m)
+	}
+	over := kt.WriteFile(t, filepath.Join(dir, "over.conf"), append([]byte("#"), exact...), 0o600)
+	_, err = importFile(t, st, over, "lab2", nil)
+	if KindOf(err) != KindInvalid || err.Error() != over+": 16777217 bytes is too large for a kubeconfig" {
+		t.Errorf("one byte over: %v", err)
 	}
 }
