@@ -528,30 +528,11 @@ printf '%s\n' "$*" >> "$SHIM_DIR/systemctl.log"
 func TestAgentClosedOnKeyErrors(t *testing.T) {
 	f := newFixture(t)
 	var open atomic.Int64
-	serve := func(keyring agent.Agent) string {
-		sock := filepath.Join(t.TempDir(), "agent.sock")
-		ln, err := net.Listen("unix", sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				open.Add(1)
-				go func() { _ = agent.ServeAgent(keyring, c); _ = c.Close(); open.Add(-1) }()
-			}
-		}()
-		return sock
-	}
 	withKey := agent.NewKeyring()
 	if err := withKey.Add(agent.AddedKey{PrivateKey: f.key.Priv}); err != nil {
 		t.Fatal(err)
 	}
-	full, empty := serve(withKey), serve(agent.NewKeyring())
+	full, empty := serveAgent(t, withKey, &open), serveAgent(t, agent.NewKeyring(), &open)
 	blk, err := ssh.MarshalPrivateKeyWithPassphrase(f.key.Priv, "", []byte("secret"))
 	if err != nil {
 		t.Fatal(err)

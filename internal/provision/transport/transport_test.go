@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,12 +85,11 @@ func TestKeyAuthAndRun(t *testing.T) {
 	}
 }
 
-func TestAgentAuth(t *testing.T) {
-	f := newFixture(t)
-	keyring := agent.NewKeyring()
-	if err := keyring.Add(agent.AddedKey{PrivateKey: f.key.Priv}); err != nil {
-		t.Fatal(err)
-	}
+// serveAgent serves keyring as an SSH agent on a Unix socket until the end
+// of the test and returns the socket's path; open, when not nil, counts
+// the agent connections not closed yet.
+func serveAgent(t *testing.T, keyring agent.Agent, open *atomic.Int64) string {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "agent.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -102,9 +102,28 @@ func TestAgentAuth(t *testing.T) {
 			if err != nil {
 				return
 			}
-			go func() { _ = agent.ServeAgent(keyring, c); _ = c.Close() }()
+			if open != nil {
+				open.Add(1)
+			}
+			go func() {
+				_ = agent.ServeAgent(keyring, c)
+				_ = c.Close()
+				if open != nil {
+					open.Add(-1)
+				}
+			}()
 		}
 	}()
+	return sock
+}
+
+func TestAgentAuth(t *testing.T) {
+	f := newFixture(t)
+	keyring := agent.NewKeyring()
+	if err := keyring.Add(agent.AddedKey{PrivateKey: f.key.Priv}); err != nil {
+		t.Fatal(err)
+	}
+	sock := serveAgent(t, keyring, nil)
 	cfg := f.config()
 	cfg.KeyFiles = nil
 	cfg.AgentSocket = sock
