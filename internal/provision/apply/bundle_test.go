@@ -198,17 +198,22 @@ func TestBundleUploadOverSSH(t *testing.T) {
 	}
 }
 
+// labBundlePhase is the bundle upload of the lab's spec, from a test bundle.
+func labBundlePhase(t *testing.T) *bundleUploadPhase {
+	t.Helper()
+	dir, _ := testBundle(t, "lab.yaml")
+	b, err := BundleFrom(context.Background(), planFile(t, "lab.yaml"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bundleUploadPhase{bundle: b}
+}
+
 // TestBundleUploadDryRun: the dry run names each file with its
 // destination (Windows paths with backslashes under C:\k\bundle) and
 // sha256; without a bundle the phase has no hosts.
 func TestBundleUploadDryRun(t *testing.T) {
-	p := planFile(t, "lab.yaml")
-	dir, _ := testBundle(t, "lab.yaml")
-	b, err := BundleFrom(context.Background(), p, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	phase := &bundleUploadPhase{bundle: b}
+	phase := labBundlePhase(t)
 	var win provision.Host
 	for _, h := range labHosts() {
 		if h.IsWindows() {

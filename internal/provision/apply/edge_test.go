@@ -103,13 +103,8 @@ func TestBundleStateWindows(t *testing.T) {
 // TestBundleDryRunNumbers: the dry run gives the sizes in MiB, the file
 // count and how the node's prepare script checks the files, per OS.
 func TestBundleDryRunNumbers(t *testing.T) {
-	p := planFile(t, "lab.yaml")
-	dir, _ := testBundle(t, "lab.yaml")
-	b, err := BundleFrom(context.Background(), p, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	phase := &bundleUploadPhase{bundle: b}
+	phase := labBundlePhase(t)
+	b := phase.bundle
 	for _, tc := range []struct {
 		h     provision.Host
 		files []BundleFile
