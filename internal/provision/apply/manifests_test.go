@@ -7,6 +7,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -93,5 +95,61 @@ func TestManifestPhaseWithoutAPI(t *testing.T) {
 				t.Errorf("%s without API: %v", mp.Title(), err)
 			}
 		}
+	}
+}
+
+// TestManifestPhaseCRDAndRefusals: an object of a kind whose CRD the same
+// file creates waits for the kind to be served (crdWait); an object the
+// API server refuses fails the phase, naming it and its file, while the
+// objects after it are still applied.
+func TestManifestPhaseCRDAndRefusals(t *testing.T) {
+	env := testenv.Get(t)
+	const crd = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.mutation.hybridctl.dev}
+spec:
+  group: mutation.hybridctl.dev
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+---
+apiVersion: mutation.hybridctl.dev/v1
+kind: Widget
+metadata: {name: w1, namespace: default}
+spec: {size: 3}
+`
+	const refused = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: Not_A_DNS_Name, namespace: default}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: after-the-refused-one, namespace: default}
+data: {k: v}
+`
+	p := &manifestPhase{title: "test-manifests", paths: []string{"crd.yaml", "refused.yaml"},
+		files:      Artifacts{"crd.yaml": {Path: "crd.yaml", Data: []byte(crd)}, "refused.yaml": {Path: "refused.yaml", Data: []byte(refused)}},
+		restConfig: func(context.Context) (*rest.Config, error) { return env.AdminConfig(), nil }}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := p.Run(ctx, provision.ClusterHost())
+	if err == nil || !strings.Contains(err.Error(), "applying ConfigMap default/Not_A_DNS_Name (refused.yaml): ") {
+		t.Fatalf("a refused object: %v", err)
+	}
+	if strings.Contains(err.Error(), "Widget") {
+		t.Errorf("the Widget was not applied once its CRD was served: %v", err)
+	}
+	dyn := dynamic.NewForConfigOrDie(env.AdminConfig())
+	w, err := dyn.Resource(schema.GroupVersionResource{Group: "mutation.hybridctl.dev", Version: "v1", Resource: "widgets"}).Namespace("default").Get(ctx, "w1", metav1.GetOptions{})
+	if err != nil || w.Object["spec"].(map[string]any)["size"] != int64(3) {
+		t.Errorf("the Widget: %v %v", w, err)
+	}
+	cs := kubernetes.NewForConfigOrDie(env.AdminConfig())
+	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "after-the-refused-one", metav1.GetOptions{}); err != nil {
+		t.Errorf("the object after the refused one: %v", err)
 	}
 }
