@@ -111,7 +111,7 @@ func TestDecodeJSONRepository(t *testing.T) {
 	}
 	var docs, fast int
 	for _, doc := range repositoryYAMLDocs(t) {
-		j, err := yamlToJSON(doc)
+		j, err := yamlToJSON(doc.data)
 		if err != nil || len(j) == 0 || j[0] != '{' {
 			continue
 		}

@@ -184,26 +184,39 @@ func TestYAMLFastGivesUp(t *testing.T) {
 }
 
 // TestYAMLFastRepository runs every YAML document in the repository's
-// test data through both paths.
+// test data through both paths. The fast path is for what tools write
+// (kubectl, Helm, the public manifests of the corpus): two thirds of those take
+// it (232 of 312 on 2026-12-02). The hand-written fixtures are mostly in flow style, which it leaves
+// to the full parser, so they do not count in that share.
 func TestYAMLFastRepository(t *testing.T) {
-	var docs, fast int
-	for _, doc := range repositoryYAMLDocs(t) {
+	var docs, fast, real, realFast int
+	for _, d := range repositoryYAMLDocs(t) {
 		docs++
-		if checkFast(t, doc) {
+		ok := checkFast(t, d.data)
+		if ok {
 			fast++
 		}
+		if strings.Contains(filepath.ToSlash(d.path), "testdata/third_party/") {
+			real++
+			if ok {
+				realFast++
+			}
+		}
 	}
-	t.Logf("%d of %d documents took the fast path", fast, docs)
-	if docs < 100 || fast < docs/2 {
-		t.Errorf("%d of %d documents took the fast path: fewer than half", fast, docs)
+	t.Logf("%d of %d documents took the fast path; of the %d vendored public ones, %d", fast, docs, real, realFast)
+	if docs < 100 || real < 100 || realFast < real*2/3 {
+		t.Errorf("%d of %d vendored public documents took the fast path: fewer than two thirds (%d of %d in all)", realFast, real, fast, docs)
 	}
 }
 
-// repositoryYAMLDocs is every YAML document of every .yaml or .yml file in
-// the repository (outside .git and node_modules), cut by splitDocs.
-func repositoryYAMLDocs(t *testing.T) [][]byte {
+type repoDoc struct {
+	path string
+	data []byte
+}
+
+func repositoryYAMLDocs(t *testing.T) []repoDoc {
 	t.Helper()
-	var docs [][]byte
+	var docs []repoDoc
 	err := filepath.WalkDir(filepath.Join("..", ".."), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -218,7 +231,9 @@ func repositoryYAMLDocs(t *testing.T) [][]byte {
 		if err != nil {
 			return err
 		}
-		docs = append(docs, splitDocs(data)...)
+		for _, doc := range splitDocs(data) {
+			docs = append(docs, repoDoc{path, doc})
+		}
 		return nil
 	})
 	if err != nil {
