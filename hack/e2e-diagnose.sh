@@ -189,6 +189,7 @@ show cni
 check "exit 1" rc_is cni 1
 check "HC506: no CNI configuration" finding cni HC506 error "$node" "no CNI configuration in /etc/cni/net.d on $node"
 node_ssh "$node" 'mv /root/e2e-diagnose/*.conflist /etc/cni/net.d/'
+unset 'restore[-1]' # put back: the exit trap has nothing left to move
 diagnose cni-back "$node" --checks cni-config
 check "CNI configuration back: no finding" rc_is cni-back 0
 
