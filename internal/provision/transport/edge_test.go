@@ -77,9 +77,10 @@ func rawServer(t *testing.T, handle func(n int, c net.Conn)) (addr string, accep
 }
 
 // serveHandshake runs the server side of an SSH handshake with hostKeys,
-// accepting any client key (or refusing every key), then holds the
-// connection until the client closes it.
-func serveHandshake(c net.Conn, hostKeys []ssh.Signer, acceptAuth bool) {
+// accepting any client key (or refusing every key), hands each channel the
+// client opens to onChannel (nil: refused), then holds the connection until
+// the client closes it.
+func serveHandshake(c net.Conn, hostKeys []ssh.Signer, acceptAuth bool, onChannel func(ssh.NewChannel)) {
 	cfg := &ssh.ServerConfig{PublicKeyCallback: func(ssh.ConnMetadata, ssh.PublicKey) (*ssh.Permissions, error) {
 		if acceptAuth {
 			return nil, nil
@@ -96,7 +97,11 @@ func serveHandshake(c net.Conn, hostKeys []ssh.Signer, acceptAuth bool) {
 	}
 	go ssh.DiscardRequests(reqs)
 	for nc := range chans {
-		_ = nc.Reject(ssh.Prohibited, "no sessions here")
+		if onChannel == nil {
+			_ = nc.Reject(ssh.Prohibited, "no sessions here")
+			continue
+		}
+		onChannel(nc)
 	}
 	_ = sc.Close()
 }
@@ -173,7 +178,7 @@ func TestHostKeyAlgorithmFromKnownHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, _ := rawServer(t, func(_ int, c net.Conn) { serveHandshake(c, []ssh.Signer{ec, ed}, true) })
+	addr, _ := rawServer(t, func(_ int, c net.Conn) { serveHandshake(c, []ssh.Signer{ec, ed}, true, nil) })
 	key := sshtest.NewKey(t)
 	for _, known := range []ssh.Signer{ed, ec} {
 		cfg := Config{Host: "two-keys", Address: addr, User: "u", KeyFiles: []string{key.Path},
@@ -427,7 +432,7 @@ func TestReconnectKeepsTellingError(t *testing.T) {
 					_ = c.(*net.TCPConn).CloseWrite()
 					holdSilent(c)
 				case 2:
-					serveHandshake(c, []ssh.Signer{hk}, false)
+					serveHandshake(c, []ssh.Signer{hk}, false, nil)
 				default:
 					holdSilent(c)
 				}
@@ -708,30 +713,19 @@ func TestAcceptNewCreatesFile(t *testing.T) {
 	}
 }
 
-// serveNoExec accepts the handshake and session channels but refuses to
-// run anything (a server whose exec requests fail).
-func serveNoExec(c net.Conn, hostKey ssh.Signer) {
-	cfg := &ssh.ServerConfig{PublicKeyCallback: func(ssh.ConnMetadata, ssh.PublicKey) (*ssh.Permissions, error) { return nil, nil }}
-	cfg.AddHostKey(hostKey)
-	sc, chans, reqs, err := ssh.NewServerConn(c, cfg)
+// refuseExec accepts a session channel but refuses every request on it (a
+// server whose exec requests fail).
+func refuseExec(nc ssh.NewChannel) {
+	ch, creqs, err := nc.Accept()
 	if err != nil {
-		_ = c.Close()
 		return
 	}
-	go ssh.DiscardRequests(reqs)
-	for nc := range chans {
-		ch, creqs, err := nc.Accept()
-		if err != nil {
-			continue
+	go func() {
+		for r := range creqs {
+			_ = r.Reply(false, nil)
 		}
-		go func() {
-			for r := range creqs {
-				_ = r.Reply(false, nil)
-			}
-			_ = ch.Close()
-		}()
-	}
-	_ = sc.Close()
+		_ = ch.Close()
+	}()
 }
 
 // TestNoExitCodeWithoutOne: a command that did not run or did not finish
@@ -774,8 +768,8 @@ func TestNoExitCodeWithoutOne(t *testing.T) {
 		serve func(net.Conn)
 		want  string
 	}{
-		{func(c net.Conn) { serveHandshake(c, []ssh.Signer{hk}, true) }, "opening a session: "},
-		{func(c net.Conn) { serveNoExec(c, hk) }, "starting the command: "},
+		{func(c net.Conn) { serveHandshake(c, []ssh.Signer{hk}, true, nil) }, "opening a session: "},
+		{func(c net.Conn) { serveHandshake(c, []ssh.Signer{hk}, true, refuseExec) }, "starting the command: "},
 	} {
 		addr, _ := rawServer(t, func(_ int, c net.Conn) { tc.serve(c) })
 		cfg := f.config()
