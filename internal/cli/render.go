@@ -12,7 +12,6 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/render"
-	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
 type renderFlags struct {
@@ -122,14 +121,8 @@ func runRender(cmd *cobra.Command, s Streams, f *renderFlags) error {
 	if err != nil {
 		return Problem(fmt.Errorf("%s: %w", res.File, err))
 	}
-	if p.PackagesSource == spec.SourceBundle {
-		// prepare.ps1 then installs from the bundle and downloads no
-		// script: a URL given anyway would be silently ignored.
-		for _, fl := range []string{"install-containerd-url", "prepare-node-url"} {
-			if cmd.Flags().Changed(fl) {
-				return Usagef("--%s has no effect: %s has packages.source: bundle, so prepare.ps1 installs from the bundle and downloads no script", fl, res.File)
-			}
-		}
+	if err := f.opts.ValidateFor(p); err != nil {
+		return Usage(fmt.Errorf("%s: %w", res.File, err))
 	}
 	if f.manifestsDir != "" {
 		m, err := render.ReadManifests(ctx, f.manifestsDir, p)

@@ -60,7 +60,7 @@ func TestRenderCommand(t *testing.T) {
 		{"missing spec", []string{"render", "-f", filepath.Join(dir, "nope.yaml"), "-o", filepath.Join(dir, "x")}, 3, "no such file"},
 		{"missing manifests", []string{"render", "-f", lab, "-o", filepath.Join(dir, "x"), "--manifests-dir", dir}, 1, "v3_projectcalico_org.yaml"},
 		// offline.yaml installs from a bundle: a script URL would be ignored.
-		{"script url with a bundle", []string{"render", "-f", offline, "-o", filepath.Join(dir, "x"), "--install-containerd-url", "https://mirror.example.com/Install-Containerd.ps1"}, 2, "--install-containerd-url has no effect: " + offline + " has packages.source: bundle"},
+		{"script url with a bundle", []string{"render", "-f", offline, "-o", filepath.Join(dir, "x"), "--install-containerd-url", "https://mirror.example.com/Install-Containerd.ps1"}, 2, offline + ": --install-containerd-url has no effect with packages.source: bundle"},
 		{"prepare url with a bundle", []string{"render", "-f", offline, "-o", filepath.Join(dir, "x"), "--prepare-node-url", "https://mirror.example.com/PrepareNode.ps1"}, 2, "--prepare-node-url has no effect"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

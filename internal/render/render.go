@@ -24,6 +24,7 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/csr"
 	"github.com/hybridctl/hybridctl/internal/plan"
+	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
 //go:embed templates/*.tmpl
@@ -106,6 +107,24 @@ func (o Options) Validate() error {
 	return nil
 }
 
+// ValidateFor checks the options against the plan: with packages.source
+// bundle prepare.ps1 installs from the bundle and downloads no script, so
+// a script URL would be silently ignored.
+func (o Options) ValidateFor(p *plan.Plan) error {
+	if p.PackagesSource != spec.SourceBundle {
+		return nil
+	}
+	for _, u := range []struct{ flag, url string }{
+		{"--install-containerd-url", o.InstallContainerdURL},
+		{"--prepare-node-url", o.PrepareNodeURL},
+	} {
+		if u.url != "" {
+			return fmt.Errorf("%s has no effect with packages.source: bundle: prepare.ps1 installs from the bundle and downloads no script", u.flag)
+		}
+	}
+	return nil
+}
+
 var (
 	sha256RE         = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 	certificateKeyRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -163,6 +182,9 @@ func newTemplates() (*template.Template, error) {
 // is the same, byte for byte, for the same plan and options.
 func Render(p *plan.Plan, o Options) ([]File, error) {
 	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if err := o.ValidateFor(p); err != nil {
 		return nil, err
 	}
 	t, err := newTemplates()

@@ -307,3 +307,33 @@ func TestCSRApprover(t *testing.T) {
 		t.Error("the runbook does not apply the approver")
 	}
 }
+
+// TestScriptURLsWithABundle: with packages.source bundle a script URL
+// would be ignored, so Render refuses it, naming the option; without one,
+// or for a plan installing from the internet, it renders.
+func TestScriptURLsWithABundle(t *testing.T) {
+	const mirror = "https://mirror.example.com/x.ps1"
+	up := labPlan(t)
+	bundled := *up
+	bundled.PackagesSource = spec.SourceBundle
+	for _, c := range []struct {
+		p    *plan.Plan
+		o    Options
+		want string
+	}{
+		{&bundled, Options{InstallContainerdURL: mirror}, "--install-containerd-url has no effect with packages.source: bundle"},
+		{&bundled, Options{PrepareNodeURL: mirror}, "--prepare-node-url has no effect with packages.source: bundle"},
+		{&bundled, Options{}, ""},
+		{up, Options{InstallContainerdURL: mirror, PrepareNodeURL: mirror}, ""},
+	} {
+		err := c.o.ValidateFor(c.p)
+		if (c.want == "") != (err == nil) || (err != nil && !strings.HasPrefix(err.Error(), c.want)) {
+			t.Errorf("%s, %+v: %v, want %q", c.p.PackagesSource, c.o, err, c.want)
+		}
+		if c.want != "" {
+			if _, err := Render(c.p, c.o); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+				t.Errorf("Render: %v, want %q", err, c.want)
+			}
+		}
+	}
+}
