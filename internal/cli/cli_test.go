@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/hybridctl/hybridctl/examples"
+	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
 type result struct {
@@ -46,7 +48,7 @@ func TestExitCodes(t *testing.T) {
 		{"unknown flag", []string{"plan", "--frobnicate"}, 2, "unknown flag"},
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{"extra argument", []string{"plan", "-f", lab, "extra"}, 2, "takes no arguments"},
-		{"version", []string{"version"}, 0, "hybridctl"},
+		{"version", []string{"version"}, 0, "VERSION "},
 		{"completion", []string{"completion", "bash"}, 0, "bash completion"},
 		{"completion without shell", []string{"completion"}, 2, "exactly one shell"},
 	}
@@ -168,5 +170,79 @@ func TestExampleIsTheEmbeddedSpec(t *testing.T) {
 	}
 	if !bytes.Equal(b, examples.Lab) {
 		t.Fatal("examples/lab.yaml differs from the embedded copy")
+	}
+}
+
+func TestVersionOutputs(t *testing.T) {
+	var c spec.Cluster
+	spec.SetDefaults(&c)
+
+	r := run(t, "", "version", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("version -o json: exit %d: %s", r.code, r.stderr)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &fields); err != nil {
+		t.Fatalf("version -o json: %v\n%s", err, r.stdout)
+	}
+	for _, k := range []string{"version", "commit", "buildDate", "modified", "goVersion", "platform", "targets"} {
+		if _, ok := fields[k]; !ok {
+			t.Errorf("version -o json lacks %q:\n%s", k, r.stdout)
+		}
+	}
+	var v VersionInfo
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+		t.Fatal(err)
+	}
+	want := VersionTargets{Kubernetes: c.Spec.KubernetesVersion, Calico: c.Spec.Calico.Version, Containerd: c.Spec.Containerd.Version}
+	if v.Targets != want || want.Kubernetes == "" || want.Calico == "" || want.Containerd == "" {
+		t.Errorf("targets %+v, want the spec's defaults %+v", v.Targets, want)
+	}
+	if v.Version == "" || v.GoVersion != runtime.Version() || v.Platform != runtime.GOOS+"/"+runtime.GOARCH {
+		t.Errorf("version %q, goVersion %q, platform %q", v.Version, v.GoVersion, v.Platform)
+	}
+
+	r = run(t, "", "version")
+	if r.code != 0 {
+		t.Fatalf("version: exit %d: %s", r.code, r.stderr)
+	}
+	for _, line := range []string{
+		"VERSION     " + v.Version,
+		"KUBERNETES  " + want.Kubernetes + " (default target)",
+		"CALICO      " + want.Calico + " (default target)",
+		"CONTAINERD  " + want.Containerd + " (default target)",
+	} {
+		if !strings.Contains(r.stdout, line+"\n") {
+			t.Errorf("version lacks the line %q:\n%s", line, r.stdout)
+		}
+	}
+
+	r = run(t, "", "--version")
+	if r.code != 0 || strings.Count(r.stdout, "\n") != 1 || !strings.HasPrefix(r.stdout, "hybridctl "+v.Version+" (commit ") {
+		t.Errorf("--version: exit %d, want one line starting %q:\n%s%s", r.code, "hybridctl "+v.Version, r.stdout, r.stderr)
+	}
+	if r := run(t, "", "-v"); r.code != 2 {
+		t.Errorf("-v at the top: exit %d, want 2 (it is not --version: -v is the log level)", r.code)
+	}
+	if r := run(t, "", "version", "-o", "yaml"); r.code != 2 || !strings.Contains(r.stderr, `unknown output format "yaml"`) {
+		t.Errorf("version -o yaml: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+func TestVersionLine(t *testing.T) {
+	v := VersionInfo{Version: "v1.5.0", Commit: "fedcba9876543210fedcba9876543210fedcba98", BuildDate: "2026-12-01T00:00:00Z", GoVersion: "go1.26.8", Platform: "windows/amd64"}
+	if got, want := versionLine(v), "hybridctl v1.5.0 (commit fedcba987654, built 2026-12-01T00:00:00Z, go1.26.8 windows/amd64)\n"; got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	v = VersionInfo{Version: "(devel)", Commit: "abc", Modified: true, GoVersion: "go1.26.8", Platform: "linux/amd64"}
+	if got, want := versionLine(v), "hybridctl (devel) (commit abc+modified, built unknown, go1.26.8 linux/amd64)\n"; got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	var b strings.Builder
+	if err := writeVersionTable(&b, VersionInfo{Version: "v1.5.0", Targets: VersionTargets{"v1.37.2", "v3.33.0", "2.2.2"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "COMMIT      unknown\n") || !strings.Contains(b.String(), "BUILD DATE  unknown\n") {
+		t.Errorf("unknown commit and date not said:\n%s", b.String())
 	}
 }

@@ -75,6 +75,13 @@ failed phase); 2 usage error; 3 could not complete (I/O, unreachable API).`,
 			return cmd.Help()
 		},
 	}
+	// --version prints one line (cobra's flag, with hybridctl's template);
+	// `hybridctl version` prints every field.
+	root.Version = buildVersion().Version
+	root.SetVersionTemplate(versionLine(buildVersion()))
+	// Declared here so that cobra does not give it -v, which every command
+	// that talks to the API uses for its log level, as kubectl does.
+	root.Flags().Bool("version", false, "print hybridctl's version in one line (hybridctl version: every field)")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)

@@ -3,47 +3,119 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
-	"runtime/debug"
+	"io"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hybridctl/hybridctl/internal/spec"
+	"github.com/hybridctl/hybridctl/internal/version"
 )
 
-// VersionInfo is what `hybridctl version -o json` prints.
+// VersionInfo is what `hybridctl version -o json` prints. Every field is
+// always present; what is not known is "".
 type VersionInfo struct {
-	Version   string `json:"version"`
+	// Version is the release version (v1.2.3, or v0.0.0-DATE-COMMIT
+	// between tags), the module version of a go install, or "(devel)".
+	Version string `json:"version"`
+	// Commit is the commit it was built from; BuildDate that commit's time
+	// (RFC 3339, UTC), which a release uses as its build date.
+	Commit    string `json:"commit"`
+	BuildDate string `json:"buildDate"`
+	// Modified: built from a checkout with uncommitted changes.
+	Modified  bool   `json:"modified"`
 	GoVersion string `json:"goVersion"`
 	Platform  string `json:"platform"`
-	Revision  string `json:"revision,omitempty"`
+	// Targets are the versions a spec gets when it names none.
+	Targets VersionTargets `json:"targets"`
+}
+
+// VersionTargets are the versions hybridctl installs by default: the
+// spec's defaults (spec.SetDefaults on an empty spec).
+type VersionTargets struct {
+	Kubernetes string `json:"kubernetes"`
+	Calico     string `json:"calico"`
+	Containerd string `json:"containerd"`
 }
 
 func buildVersion() VersionInfo {
-	v := VersionInfo{Version: "(devel)", GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			v.Version = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				v.Revision = s.Value
-			}
-		}
+	in := version.Get()
+	var c spec.Cluster
+	spec.SetDefaults(&c)
+	return VersionInfo{
+		Version: in.Version, Commit: in.Commit, BuildDate: in.Date, Modified: in.Modified,
+		GoVersion: in.GoVersion, Platform: in.Platform,
+		Targets: VersionTargets{
+			Kubernetes: c.Spec.KubernetesVersion,
+			Calico:     c.Spec.Calico.Version,
+			Containerd: c.Spec.Containerd.Version,
+		},
 	}
-	return v
+}
+
+// orUnknown is s, or "unknown" when it is empty.
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// versionLine is the one line --version prints.
+func versionLine(v VersionInfo) string {
+	commit := v.Commit
+	if len(commit) > 12 {
+		commit = commit[:12]
+	}
+	if v.Modified {
+		commit += "+modified"
+	}
+	return fmt.Sprintf("hybridctl %s (commit %s, built %s, %s %s)\n", v.Version, orUnknown(commit), orUnknown(v.BuildDate), v.GoVersion, v.Platform)
+}
+
+// writeVersionTable prints v for people, one field a line.
+func writeVersionTable(w io.Writer, v VersionInfo) error {
+	commit := orUnknown(v.Commit)
+	if v.Modified {
+		commit += " (with uncommitted changes)"
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	rows := [][2]string{
+		{"VERSION", v.Version},
+		{"COMMIT", commit},
+		{"BUILD DATE", orUnknown(v.BuildDate)},
+		{"GO", v.GoVersion},
+		{"PLATFORM", v.Platform},
+		{"KUBERNETES", v.Targets.Kubernetes + " (default target)"},
+		{"CALICO", v.Targets.Calico + " (default target)"},
+		{"CONTAINERD", v.Targets.Containerd + " (default target)"},
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
+	}
+	return tw.Flush()
 }
 
 func newVersionCmd(s Streams) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print hybridctl's version",
-		Args:  noArgs,
+		Short: "Print hybridctl's version, commit, build date and default target versions",
+		Long: `Print hybridctl's version, the commit and date it was built from, the Go
+toolchain and platform, and the versions of Kubernetes, Calico and containerd
+a spec gets when it names none (the spec's defaults).
+
+A release binary carries the version it was stamped with (v1.2.3, or
+v0.0.0-DATE-COMMIT between tags); a binary from go install carries its
+module version and, from a checkout, the commit. -o json prints every field
+for scripts: version, commit, buildDate, modified, goVersion, platform and
+targets (kubernetes, calico, containerd). hybridctl --version prints one line.`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := buildVersion()
 			switch output {
 			case "", "text", "table":
-				fmt.Fprintf(s.Out, "hybridctl %s (%s, %s)\n", v.Version, v.GoVersion, v.Platform)
-				return nil
+				return writeVersionTable(s.Out, v)
 			case "json":
 				enc := json.NewEncoder(s.Out)
 				enc.SetIndent("", "  ")
@@ -53,7 +125,7 @@ func newVersionCmd(s Streams) *cobra.Command {
 			}
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text (one field a line) or json")
 	return cmd
 }
 
