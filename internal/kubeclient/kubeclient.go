@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 )
 
@@ -31,7 +30,7 @@ const TraceLevel = 6
 
 // Flags are the connection flags of a command that talks to the API.
 type Flags struct {
-	Config *genericclioptions.ConfigFlags
+	Config *ConfigFlags
 	// Verbosity is -v: from TraceLevel on, each request is traced.
 	Verbosity int
 	// InCluster reads a pod's service-account configuration
@@ -41,7 +40,7 @@ type Flags struct {
 
 // NewFlags returns the flags with hybridctl's defaults.
 func NewFlags() *Flags {
-	cf := genericclioptions.NewConfigFlags(true)
+	cf := NewConfigFlags()
 	t := DefaultRequestTimeout.String()
 	cf.Timeout = &t
 	return &Flags{Config: cf}
