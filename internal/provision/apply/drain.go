@@ -3,7 +3,6 @@ package apply
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/kubectl/pkg/drain"
 
 	"github.com/hybridctl/hybridctl/internal/provision"
 )
@@ -30,7 +28,7 @@ func resetNodes(d Deps) []string {
 
 // drainPhase cordons and drains the nodes being reset, as the guide does
 // with kubectl drain NODE --ignore-daemonsets --delete-emptydir-data, with
-// kubectl's own drain library (evictions respect PodDisruptionBudgets).
+// kubectl's semantics (drainer: evictions respect PodDisruptionBudgets).
 // Resetting every node drains nothing: there is nowhere to move pods to.
 type drainPhase struct {
 	nodes      []string
@@ -83,16 +81,13 @@ func (p *drainPhase) Run(ctx context.Context, _ provision.Host) error {
 		if err != nil {
 			return fmt.Errorf("drain %s: %w", node, err)
 		}
-		var out strings.Builder
-		h := &drain.Helper{
-			Ctx: ctx, Client: client, Force: false, IgnoreAllDaemonSets: true, DeleteEmptyDirData: true,
-			GracePeriodSeconds: p.gracePeriod, Timeout: p.timeout, Out: io.Discard, ErrOut: &out,
+		d := &drainer{client: client, gracePeriod: p.gracePeriod, timeout: p.timeout, evictRetry: 5 * time.Second, poll: time.Second, chunk: 500}
+		warnings, err := d.drain(ctx, n)
+		if err != nil {
+			return fmt.Errorf("drain %s: %w%s", node, err, indent(strings.Join(warnings, "\n")))
 		}
-		if err := drain.RunCordonOrUncordon(h, n, true); err != nil {
-			return fmt.Errorf("cordon %s: %w", node, err)
-		}
-		if err := drain.RunNodeDrain(h, node); err != nil {
-			return fmt.Errorf("drain %s: %w%s", node, err, indent(out.String()))
+		for _, w := range warnings {
+			provision.Warn(ctx, "drain %s: %s", node, w)
 		}
 	}
 	return nil

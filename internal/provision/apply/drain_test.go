@@ -9,8 +9,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -108,6 +111,121 @@ func TestDrainAndDeleteNode(t *testing.T) {
 	all := &drainPhase{nodes: []string{"drain-b"}, all: true, restConfig: cfg, timeout: time.Second}
 	if err := all.Run(ctx, provision.ClusterHost()); err != nil {
 		t.Errorf("draining when every node is reset must do nothing: %v", err)
+	}
+}
+
+// TestDrainSemantics: kubectl drain's rules, against the real API server.
+// A PodDisruptionBudget holds (the eviction is refused and retried until
+// the timeout); a finished bare pod and a mirror pod do not stop a drain (the
+// first is deleted, the second left to its kubelet); a DaemonSet pod whose
+// DaemonSet is gone does; pods listed a chunk at a time are all seen.
+func TestDrainSemantics(t *testing.T) {
+	env := testenv.Get(t)
+	admin := kubernetes.NewForConfigOrDie(env.AdminConfig())
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "drain-rules", nil)
+	registerNode(t, admin, "drain-c", "192.0.2.33")
+	registerNode(t, admin, "drain-d", "192.0.2.34")
+	yes := true
+	owner := func(kind, name string) *metav1.OwnerReference {
+		return &metav1.OwnerReference{APIVersion: "apps/v1", Kind: kind, Name: name, UID: types.UID("uid-" + kind + "-" + name), Controller: &yes}
+	}
+	create := func(p *corev1.Pod, phase corev1.PodPhase) {
+		t.Helper()
+		got, err := admin.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if phase != "" {
+			got.Status.Phase = phase
+			if phase == corev1.PodRunning {
+				got.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+			}
+			if _, err := admin.CoreV1().Pods(ns).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	exists := func(name string) bool {
+		_, err := admin.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	// drain-c: a budgeted pod, a finished bare pod, a mirror pod, three
+	// ordinary pods.
+	protected := pod("protected", ns, "drain-c", owner("ReplicaSet", "db"))
+	protected.Labels = map[string]string{"app": "db"}
+	// Running and ready: the eviction API lets a Pending or unready pod go
+	// whatever its budget.
+	create(protected, corev1.PodRunning)
+	create(pod("done", ns, "drain-c", nil), corev1.PodSucceeded)
+	mirror := pod("static", ns, "drain-c", nil)
+	mirror.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "hash"}
+	create(mirror, "")
+	for _, n := range []string{"w-1", "w-2", "w-3"} {
+		create(pod(n, ns, "drain-c", owner("ReplicaSet", "web")), "")
+	}
+	one := intstr.FromInt32(1)
+	pdb, err := admin.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "db"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The status the disruption controller (not running here) would write:
+	// one healthy pod, one needed, no disruption allowed.
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: 0, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1}
+	if _, err := admin.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, pdb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := admin.CoreV1().Nodes().Get(ctx, "drain-c", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &drainer{client: admin, gracePeriod: 0, timeout: 3 * time.Second, evictRetry: 200 * time.Millisecond, poll: 100 * time.Millisecond, chunk: 2}
+	start := time.Now()
+	_, err = d.drain(ctx, n)
+	if err == nil || !strings.Contains(err.Error(), ns+"/protected") || !strings.Contains(err.Error(), "disruption budget") || !strings.Contains(err.Error(), "within 3s") {
+		t.Fatalf("drain with a budget that allows no disruption: %v; want the pod, the budget and the timeout named", err)
+	}
+	if took := time.Since(start); took < 3*time.Second || took > 10*time.Second {
+		t.Errorf("the refused eviction was retried for %s, want the 3 s timeout", took)
+	}
+	if !exists("protected") || !exists("static") {
+		t.Error("the budgeted pod or the mirror pod is gone")
+	}
+	for _, gone := range []string{"done", "w-1", "w-2", "w-3"} {
+		if exists(gone) {
+			t.Errorf("%s was not evicted (the list came 2 pods at a time)", gone)
+		}
+	}
+
+	// drain-d: a pod of a DaemonSet that no longer exists stops the drain
+	// before anything is evicted.
+	create(pod("orphan", ns, "drain-d", owner("DaemonSet", "gone")), "")
+	create(pod("w-4", ns, "drain-d", owner("ReplicaSet", "web")), "")
+	n, err = admin.CoreV1().Nodes().Get(ctx, "drain-d", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = d.drain(ctx, n); err == nil || !strings.Contains(err.Error(), ns+"/orphan") || !strings.Contains(err.Error(), `"gone" not found`) {
+		t.Fatalf("drain with an orphaned DaemonSet pod: %v", err)
+	}
+	if !exists("w-4") {
+		t.Error("w-4 was evicted although the drain was refused")
+	}
+	if n, err = admin.CoreV1().Nodes().Get(ctx, "drain-d", metav1.GetOptions{}); err != nil || !n.Spec.Unschedulable {
+		t.Errorf("drain-d not cordoned (err %v): kubectl cordons first", err)
+	}
+
+	// A cancelled context ends the wait at once.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err = d.drain(cctx, n); err == nil {
+		t.Error("a drain with a cancelled context succeeded")
 	}
 }
 
