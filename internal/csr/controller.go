@@ -13,9 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	certlisters "k8s.io/client-go/listers/certificates/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -47,13 +48,12 @@ type Controller struct {
 	opts   ControllerOptions
 	log    *slog.Logger
 
-	queue      workqueue.TypedRateLimitingInterface[string]
-	csrs       certlisters.CertificateSigningRequestLister
-	csrIndex   cache.Indexer
-	nodes      corelisters.NodeLister
-	csrFactory informers.SharedInformerFactory
-	nodeFact   informers.SharedInformerFactory
-	synced     []cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[string]
+	csrs      certlisters.CertificateSigningRequestLister
+	csrIndex  cache.Indexer
+	nodes     corelisters.NodeLister
+	informers []cache.SharedIndexInformer
+	synced    []cache.InformerSynced
 
 	mu          sync.Mutex
 	lastPending map[string]string // CSR name -> reasons last logged, to log a pending request once per reason
@@ -79,12 +79,21 @@ func NewController(client kubernetes.Interface, opts ControllerOptions) (*Contro
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kubelet-serving-csr"}),
 		lastPending: map[string]string{},
 	}
-	c.csrFactory = informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = SignerFieldSelector() }))
-	c.nodeFact = informers.NewSharedInformerFactory(client, 0)
-
-	csrInf := c.csrFactory.Certificates().V1().CertificateSigningRequests()
-	if err := csrInf.Informer().AddIndexers(cache.Indexers{byNodeIndex: func(obj any) ([]string, error) {
+	// Two informers of their own (client-go's informer factory would bring
+	// every API group's informers into the binary): CSRs of the
+	// kubelet-serving signer only, indexed by node, and Nodes.
+	csrAPI := client.CertificatesV1().CertificateSigningRequests()
+	csrInf := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = SignerFieldSelector()
+			return csrAPI.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = SignerFieldSelector()
+			return csrAPI.Watch(ctx, o)
+		},
+	}, &certv1.CertificateSigningRequest{}, 0, cache.Indexers{})
+	if err := csrInf.AddIndexers(cache.Indexers{byNodeIndex: func(obj any) ([]string, error) {
 		if csr, ok := obj.(*certv1.CertificateSigningRequest); ok {
 			if n := NodeNameOf(csr); n != "" {
 				return []string{n}, nil
@@ -99,7 +108,7 @@ func NewController(client kubernetes.Interface, opts ControllerOptions) (*Contro
 			c.queue.Add(csr.Name)
 		}
 	}
-	if _, err := csrInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := csrInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		DeleteFunc: func(obj any) {
@@ -113,16 +122,24 @@ func NewController(client kubernetes.Interface, opts ControllerOptions) (*Contro
 	}); err != nil {
 		return nil, fmt.Errorf("watching CertificateSigningRequests: %w", err)
 	}
-	c.csrs = csrInf.Lister()
-	c.csrIndex = csrInf.Informer().GetIndexer()
+	c.csrs = certlisters.NewCertificateSigningRequestLister(csrInf.GetIndexer())
+	c.csrIndex = csrInf.GetIndexer()
 
-	nodeInf := c.nodeFact.Core().V1().Nodes()
+	nodeAPI := client.CoreV1().Nodes()
+	nodeInf := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return nodeAPI.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return nodeAPI.Watch(ctx, o)
+		},
+	}, &corev1.Node{}, 0, cache.Indexers{})
 	nodeChanged := func(obj any) {
 		if n, ok := obj.(*corev1.Node); ok {
 			c.enqueueNode(n.Name)
 		}
 	}
-	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: nodeChanged,
 		UpdateFunc: func(old, obj any) {
 			o, ok1 := old.(*corev1.Node)
@@ -135,8 +152,9 @@ func NewController(client kubernetes.Interface, opts ControllerOptions) (*Contro
 	}); err != nil {
 		return nil, fmt.Errorf("watching Nodes: %w", err)
 	}
-	c.nodes = nodeInf.Lister()
-	c.synced = []cache.InformerSynced{csrInf.Informer().HasSynced, nodeInf.Informer().HasSynced}
+	c.nodes = corelisters.NewNodeLister(nodeInf.GetIndexer())
+	c.informers = []cache.SharedIndexInformer{csrInf, nodeInf}
+	c.synced = []cache.InformerSynced{csrInf.HasSynced, nodeInf.HasSynced}
 	return c, nil
 }
 
@@ -179,10 +197,18 @@ func (c *Controller) Run(ctx context.Context) error {
 		return err
 	}
 
-	c.csrFactory.Start(ctx.Done())
-	c.nodeFact.Start(ctx.Done())
-	defer c.csrFactory.Shutdown()
-	defer c.nodeFact.Shutdown()
+	// The informers run until Run returns, which waits for them to stop.
+	var informers sync.WaitGroup
+	defer informers.Wait()
+	ictx, stop := context.WithCancel(ctx)
+	defer stop()
+	for _, inf := range c.informers {
+		informers.Add(1)
+		go func() {
+			defer informers.Done()
+			inf.RunWithContext(ictx)
+		}()
+	}
 
 	c.log.Info("starting kubelet-serving CSR approver", "workers", c.opts.Workers, "dryRun", c.opts.DryRun, "spec", c.opts.Inventory != nil)
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
