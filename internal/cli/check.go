@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/hybridctl/hybridctl/internal/connectivity"
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
@@ -200,7 +199,7 @@ func (f *connectivityFlags) run(cmd *cobra.Command, s Streams, kf *kubeclient.Fl
 	if err != nil {
 		return Incomplete(err)
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubeclient.NewForConfig(cfg)
 	if err != nil {
 		return Incomplete(err)
 	}
@@ -240,7 +239,7 @@ func (f *connectivityFlags) run(cmd *cobra.Command, s Streams, kf *kubeclient.Fl
 }
 
 // listNodes reads every Node, a page at a time.
-func listNodes(ctx context.Context, cs kubernetes.Interface) ([]corev1.Node, error) {
+func listNodes(ctx context.Context, cs kubeclient.Interface) ([]corev1.Node, error) {
 	var out []corev1.Node
 	opts := metav1.ListOptions{Limit: 500}
 	for {

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/connectivity"
@@ -283,7 +282,7 @@ func completeNamespaces(cmd *cobra.Command, _ []string, toComplete string) ([]st
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubeclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/hybridctl/hybridctl/internal/csr"
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
@@ -165,7 +164,7 @@ func (o *csrApproveOptions) run(ctx context.Context, s Streams, args []string) e
 		// Decisions must not queue behind client-side throttling.
 		cfg.QPS, cfg.Burst = 200, 400
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := kubeclient.NewForConfig(cfg)
 	if err != nil {
 		return Incomplete(fmt.Errorf("building the API client: %w", err))
 	}
@@ -182,7 +181,7 @@ func (o *csrApproveOptions) run(ctx context.Context, s Streams, args []string) e
 	return o.runOnce(ctx, s, client, opts, args)
 }
 
-func (o *csrApproveOptions) runWatch(ctx context.Context, s Streams, client kubernetes.Interface, opts csr.Options) error {
+func (o *csrApproveOptions) runWatch(ctx context.Context, s Streams, client kubeclient.Interface, opts csr.Options) error {
 	var h slog.Handler = slog.NewTextHandler(s.Err, nil)
 	if o.output == "json" {
 		h = slog.NewJSONHandler(s.Err, nil)
@@ -198,7 +197,7 @@ func (o *csrApproveOptions) runWatch(ctx context.Context, s Streams, client kube
 }
 
 // runOnce reviews the pending requests once.
-func (o *csrApproveOptions) runOnce(ctx context.Context, s Streams, client kubernetes.Interface, opts csr.Options, names []string) error {
+func (o *csrApproveOptions) runOnce(ctx context.Context, s Streams, client kubeclient.Interface, opts csr.Options, names []string) error {
 	pending, err := csr.ListPending(ctx, client, names)
 	if err != nil {
 		return apiFailure(ctx, "csr approve", o.timeout, err)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/diagnose"
@@ -243,7 +242,7 @@ func loadDiagnoseCluster(ctx context.Context, s Streams, kf *kubeclient.Flags) (
 	if err != nil {
 		return nil, err
 	}
-	kc, err := kubernetes.NewForConfig(cfg)
+	kc, err := kubeclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -14,12 +14,13 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
 	"k8s.io/streaming/pkg/httpstream"
+
+	"github.com/hybridctl/hybridctl/internal/kubeclient"
 )
 
 // Result is a test action's outcome.
@@ -114,7 +115,7 @@ type Execer interface {
 // exec does.
 type APIExec struct {
 	Config *rest.Config
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 }
 
 // Exec runs cmd in the pod's "probe" container; ctx bounds it.
@@ -157,7 +158,7 @@ func (c *capped) Write(p []byte) (int, error) {
 
 // Runner runs a plan against a cluster.
 type Runner struct {
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 	Exec   Execer
 	Kit    Kit
 	// ReadyTimeout bounds the wait for the probe pods.
@@ -644,7 +645,7 @@ func (r *Runner) podGone(ctx context.Context, ns, name string) string {
 // ServiceEndpoints explains a Service that cannot answer: no
 // EndpointSlice, or no ready endpoint in its slices ("" when it has ready
 // endpoints or cannot be read).
-func ServiceEndpoints(ctx context.Context, cs kubernetes.Interface, ns, svc string) string {
+func ServiceEndpoints(ctx context.Context, cs kubeclient.Interface, ns, svc string) string {
 	list, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
 	if err != nil {
 		return ""

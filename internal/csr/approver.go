@@ -12,7 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/hybridctl/hybridctl/internal/kubeclient"
 )
 
 // Options configure a review.
@@ -48,7 +49,7 @@ func SignerFieldSelector() string {
 
 // ListPending returns the kubelet-serving CSRs that carry no Approved, Denied
 // or Failed condition, oldest first. With names, only those CSRs.
-func ListPending(ctx context.Context, client kubernetes.Interface, names []string) ([]certv1.CertificateSigningRequest, error) {
+func ListPending(ctx context.Context, client kubeclient.Interface, names []string) ([]certv1.CertificateSigningRequest, error) {
 	var out []certv1.CertificateSigningRequest
 	opts := metav1.ListOptions{FieldSelector: SignerFieldSelector(), Limit: 500}
 	for {
@@ -78,7 +79,7 @@ func ListPending(ctx context.Context, client kubernetes.Interface, names []strin
 
 // APINodeGetter looks Nodes up through the API, remembering answers for the
 // life of the getter (one one-shot run).
-func APINodeGetter(client kubernetes.Interface) NodeGetter {
+func APINodeGetter(client kubeclient.Interface) NodeGetter {
 	type answer struct {
 		node *corev1.Node
 		err  error
@@ -129,7 +130,7 @@ func ConditionFor(rv *Review, now time.Time) certv1.CertificateSigningRequestCon
 // subresource. A request left pending is not written. It returns the
 // updated object. A conflict (someone else changed the CSR) is returned as
 // is; callers re-read and re-review.
-func Apply(ctx context.Context, client kubernetes.Interface, csr *certv1.CertificateSigningRequest, rv *Review) (*certv1.CertificateSigningRequest, error) {
+func Apply(ctx context.Context, client kubeclient.Interface, csr *certv1.CertificateSigningRequest, rv *Review) (*certv1.CertificateSigningRequest, error) {
 	if rv.Decision != Approve && rv.Decision != Deny {
 		return csr, nil
 	}
@@ -157,7 +158,7 @@ type Outcome struct {
 // one it was given (a person may have confirmed that one): if the new review
 // disagrees, it writes nothing and says so. The re-review reads the Node
 // from the API again, so a Node changed meanwhile is seen.
-func ApplyWithRetry(ctx context.Context, client kubernetes.Interface, csr *certv1.CertificateSigningRequest, rv *Review, opts Options) (*Review, error) {
+func ApplyWithRetry(ctx context.Context, client kubeclient.Interface, csr *certv1.CertificateSigningRequest, rv *Review, opts Options) (*Review, error) {
 	confirmed := rv.Decision
 	for attempt := 0; ; attempt++ {
 		if rv.Decision != confirmed {

@@ -17,11 +17,12 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	certlisters "k8s.io/client-go/listers/certificates/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/hybridctl/hybridctl/internal/kubeclient"
 )
 
 // ControllerOptions configure the --watch controller.
@@ -44,7 +45,7 @@ type ControllerOptions struct {
 // pending because its Node is not registered is looked at again when the Node
 // appears; API errors retry with rate-limited backoff.
 type Controller struct {
-	client kubernetes.Interface
+	client kubeclient.Interface
 	opts   ControllerOptions
 	log    *slog.Logger
 
@@ -62,7 +63,7 @@ type Controller struct {
 const byNodeIndex = "node"
 
 // NewController builds a controller; Run starts it.
-func NewController(client kubernetes.Interface, opts ControllerOptions) (*Controller, error) {
+func NewController(client kubeclient.Interface, opts ControllerOptions) (*Controller, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 2
 	}

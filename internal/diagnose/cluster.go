@@ -15,7 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/hybridctl/hybridctl/internal/kubeclient"
 )
 
 // Overlay sources: where the cluster's view of the pod network comes from.
@@ -86,7 +87,7 @@ var blockAffinityResources = []schema.GroupVersionResource{
 // LoadCluster reads the pod network's state from the API: Calico when
 // BlockAffinities exist, else flannel when the Nodes carry its
 // annotations, else the Nodes' spec.podCIDR with plain routes.
-func LoadCluster(ctx context.Context, kc kubernetes.Interface, dc dynamic.Interface) (*Cluster, error) {
+func LoadCluster(ctx context.Context, kc kubeclient.Interface, dc dynamic.Interface) (*Cluster, error) {
 	nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing Nodes: %w", err)

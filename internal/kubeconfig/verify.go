@@ -14,10 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	api "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/hybridctl/hybridctl/internal/kubeclient"
 )
 
 // DefaultVerifyTimeout bounds --verify.
@@ -92,7 +93,7 @@ func Verify(ctx context.Context, cluster *api.Cluster, user *api.AuthInfo, timeo
 		v.TrustedBy = "the system CAs"
 	}
 
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := kubeclient.NewForConfig(rc)
 	if err != nil {
 		return nil, newErr(KindVerify, where+": building a client", err)
 	}

@@ -17,8 +17,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/hybridctl/hybridctl/internal/kubeclient"
 )
 
 // LiveOptions tune the live loader.
@@ -96,7 +97,7 @@ func LoadLive(ctx context.Context, cfg *rest.Config, opts LiveOptions) (*Snapsho
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 50, 100
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubeclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("API client for %s: %w", cfg.Host, err)
 	}

@@ -10,10 +10,10 @@ import (
 
 	certv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/hybridctl/hybridctl/internal/csr"
+	"github.com/hybridctl/hybridctl/internal/kubeclient"
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/provision"
 )
@@ -121,7 +121,7 @@ func (p *approveCSRsPhase) Run(ctx context.Context, _ provision.Host) error {
 // round reviews the pending requests of the wanted nodes once. It reports
 // which nodes have an approved request (now or before), the requests it
 // denied, and why requests were left pending.
-func (p *approveCSRsPhase) round(ctx context.Context, client kubernetes.Interface, want map[string]bool, opts csr.Options) (approved map[string]bool, denied []string, pendingWhy map[string]string, err error) {
+func (p *approveCSRsPhase) round(ctx context.Context, client kubeclient.Interface, want map[string]bool, opts csr.Options) (approved map[string]bool, denied []string, pendingWhy map[string]string, err error) {
 	list, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{FieldSelector: csr.SignerFieldSelector()})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("listing kubelet-serving CertificateSigningRequests: %w", err)

@@ -8,9 +8,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/hybridctl/hybridctl/internal/kubeclient"
 	"github.com/hybridctl/hybridctl/internal/provision"
 )
 
@@ -139,7 +139,7 @@ func (p *deleteNodePhase) Run(ctx context.Context, _ provision.Host) error {
 	return nil
 }
 
-func clientFor(ctx context.Context, restConfig func(ctx context.Context) (*rest.Config, error), phase string) (kubernetes.Interface, error) {
+func clientFor(ctx context.Context, restConfig func(ctx context.Context) (*rest.Config, error), phase string) (kubeclient.Interface, error) {
 	if restConfig == nil {
 		return nil, fmt.Errorf("%w: phase %s has no API access", provision.ErrNotImplemented, phase)
 	}
@@ -147,7 +147,7 @@ func clientFor(ctx context.Context, restConfig func(ctx context.Context) (*rest.
 	if err != nil {
 		return nil, err
 	}
-	c, err := kubernetes.NewForConfig(cfg)
+	c, err := kubeclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", phase, err)
 	}

@@ -15,7 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/hybridctl/hybridctl/internal/kubeclient"
 )
 
 // drainer is kubectl drain NODE --ignore-daemonsets --delete-emptydir-data
@@ -28,7 +29,7 @@ import (
 // every evictRetry until timeout), and the drain waits until each evicted
 // pod is gone or replaced by a new one of the same name.
 type drainer struct {
-	client kubernetes.Interface
+	client kubeclient.Interface
 	// gracePeriod overrides the pods' termination grace period; -1 keeps
 	// each pod's own.
 	gracePeriod int
