@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the system packages the tests use, when missing: sshd (SSH
-# transport tests), shellcheck (script checks), and
+# transport tests), shellcheck (script checks), wine64, osslsigncode and
+# openssl (the release tests run hybridctl.exe under wine and sign it with
+# a throwaway certificate and a local timestamp server, docs/release.md),
+# and
 # what the end-to-end lab runs (docs/e2e.md): debootstrap, systemd-nspawn,
 # dnsmasq, jq; Node.js and npm for the PowerShell parser, then the parser's
 # npm packages, pinned by hack/pwsh/package-lock.json, into
@@ -32,6 +35,9 @@ command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 command -v systemd-nspawn >/dev/null 2>&1 || need+=(systemd-container)
 [ -x /usr/sbin/dnsmasq ] || command -v dnsmasq >/dev/null 2>&1 || need+=(dnsmasq-base)
 command -v jq >/dev/null 2>&1 || need+=(jq)
+command -v wine64 >/dev/null 2>&1 || [ -x /usr/lib/wine/wine64 ] || need+=(wine64)
+command -v osslsigncode >/dev/null 2>&1 || need+=(osslsigncode)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 if [ "${#need[@]}" -eq 0 ]; then
