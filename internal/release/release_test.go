@@ -14,6 +14,8 @@ import (
 	"debug/elf"
 	"debug/macho"
 	"debug/pe"
+	"encoding/asn1"
+	"encoding/binary"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -399,14 +401,15 @@ func TestRelease(t *testing.T) {
 			t.Errorf("osslsigncode verify:\n%s", out)
 		}
 		// Without its signature it is the unsigned build's binary, byte
-		// for byte.
+		// for byte but for the PE checksum, which osslsigncode fills in
+		// (Go's linker leaves it 0).
 		bare := exe + ".bare.exe"
 		run(t, exec.Command(signer.Tool, "remove-signature", "-in", exe, "-out", bare), 0)
 		got, err := os.ReadFile(bare)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got, bins["windows/amd64"]) {
+		if !bytes.Equal(withoutPEChecksum(t, got), withoutPEChecksum(t, bins["windows/amd64"])) {
 			t.Error("the signed executable without its signature differs from the unsigned one")
 		}
 		// The unsigned one has no signature to verify.
@@ -453,6 +456,13 @@ func testSigner(t *testing.T) (*Signer, func(string) string) {
 			KeyUsage: x509.KeyUsageDigitalSignature}
 		if ca {
 			tmpl.KeyUsage |= x509.KeyUsageCertSign
+		}
+		if slices.Contains(usage, x509.ExtKeyUsageTimeStamping) {
+			// RFC 3161: a timestamping certificate's extended key usage is
+			// critical (openssl ts refuses one that is not).
+			tmpl.ExtKeyUsage = nil
+			tmpl.ExtraExtensions = []pkix.Extension{{Id: asn1.ObjectIdentifier{2, 5, 29, 37}, Critical: true,
+				Value: must(asn1.Marshal([]asn1.ObjectIdentifier{{1, 3, 6, 1, 5, 5, 7, 3, 8}}))}}
 		}
 		if parent == nil {
 			parent, parentKey = tmpl, key
@@ -511,8 +521,12 @@ ess_cert_id_alg = sha256
 			http.Error(rw, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		out, err := exec.Command(openssl, "ts", "-reply", "-config", conf, "-queryfile", qf).Output()
+		var errb bytes.Buffer
+		cmd := exec.Command(openssl, "ts", "-reply", "-config", conf, "-queryfile", qf)
+		cmd.Stderr = &errb
+		out, err := cmd.Output()
 		if err != nil {
+			t.Errorf("openssl ts -reply: %v\n%s", err, errb.String())
 			http.Error(rw, err.Error(), http.StatusInternalServerError)
 			return
 		}
@@ -534,6 +548,22 @@ ess_cert_id_alg = sha256
 		return run(t, exec.Command(tool, "verify", "-in", exe, "-CAfile", caFile, "-TSA-CAfile", caFile), 0)
 	}
 	return s, verify
+}
+
+// withoutPEChecksum is a copy of a PE file with its optional header's
+// CheckSum field zeroed.
+func withoutPEChecksum(t *testing.T, exe []byte) []byte {
+	t.Helper()
+	if len(exe) < 0x40 {
+		t.Fatal("not a PE file")
+	}
+	off := int(binary.LittleEndian.Uint32(exe[0x3c:])) + 4 + 20 + 64 // PE signature, COFF header, then CheckSum
+	if off+4 > len(exe) {
+		t.Fatal("not a PE file")
+	}
+	out := bytes.Clone(exe)
+	clear(out[off : off+4])
+	return out
 }
 
 func must[T any](v T, err error) T {
