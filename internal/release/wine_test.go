@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -267,9 +268,9 @@ func testUnderWine(t *testing.T, w *wine, linux string, exeData []byte) {
 		lc.Dir = lin
 		l = exec1(lc)
 		wr = exec1(w.cmd(ctx, win, append([]string{exe}, wa...)...))
-		// The Windows paths become the Linux ones: the rest must match.
-		wr.stdout = strings.ReplaceAll(wr.stdout, winPath(win), lin)
-		wr.stderr = strings.ReplaceAll(wr.stderr, winPath(win), lin)
+		// The Windows paths under the directory become the Linux ones
+		// (also as JSON writes them): the rest must match.
+		wr.stdout, wr.stderr = unWindows(wr.stdout, win, lin), unWindows(wr.stderr, win, lin)
 		if l.code != wr.code {
 			t.Errorf("%v: exit %d on Linux, %d on Windows\nWindows stderr: %s", args, l.code, wr.code, wr.stderr)
 		}
@@ -324,6 +325,20 @@ func testUnderWine(t *testing.T, w *wine, linux string, exeData []byte) {
 	}
 }
 
+// unWindows replaces, in s, the Windows paths under the Unix directory
+// win (Z:\win\a\b, or Z:\\win\\a\\b in a JSON string) with the same
+// paths under lin (lin/a/b).
+func unWindows(s, win, lin string) string {
+	plain := winPath(win)
+	escaped := strings.ReplaceAll(plain, `\`, `\\`)
+	s = regexp.MustCompile(regexp.QuoteMeta(escaped)+`(?:\\\\[\w.\-]+)*`).ReplaceAllStringFunc(s, func(m string) string {
+		return lin + strings.ReplaceAll(m[len(escaped):], `\\`, "/")
+	})
+	return regexp.MustCompile(regexp.QuoteMeta(plain)+`(?:\\[\w.\-]+)*`).ReplaceAllStringFunc(s, func(m string) string {
+		return lin + strings.ReplaceAll(m[len(plain):], `\`, "/")
+	})
+}
+
 // firstDiff is a's text from a little before where it first differs from b.
 func firstDiff(a, b string) string {
 	i := 0
@@ -333,4 +348,15 @@ func firstDiff(a, b string) string {
 	start := max(0, i-80)
 	end := min(len(a), i+160)
 	return a[start:end]
+}
+
+func TestUnWindows(t *testing.T) {
+	win, lin := "/tmp/t/windows", "/tmp/t/linux"
+	in := `wrote 3 files to Z:\tmp\t\windows\out; see Z:\tmp\t\windows\out\cluster\a.yaml:12: x` + "\n" +
+		`{"file": "Z:\\tmp\\t\\windows\\cluster.yaml", "msg": "a \"quoted\" \\ b"}` + "\n" + `Z:\tmp\t\windowsX stays`
+	want := `wrote 3 files to /tmp/t/linux/out; see /tmp/t/linux/out/cluster/a.yaml:12: x` + "\n" +
+		`{"file": "/tmp/t/linux/cluster.yaml", "msg": "a \"quoted\" \\ b"}` + "\n" + `/tmp/t/linuxX stays`
+	if got := unWindows(in, win, lin); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
 }
