@@ -29,7 +29,10 @@ func Auto(w io.Writer, getenv func(string) string) Palette {
 	if getenv("NO_COLOR") != "" || getenv("TERM") == "dumb" {
 		return Palette{}
 	}
-	return Palette{on: IsTerminal(w)}
+	f, ok := w.(*os.File)
+	// On Windows a console shows SGR sequences only once asked to
+	// (enableVT); where it cannot be, no colour.
+	return Palette{on: ok && IsTerminal(w) && enableVT(f)}
 }
 
 // IsTerminal reports whether w is a terminal.
