@@ -248,7 +248,7 @@ func TestRelease(t *testing.T) {
 			checkBinaryFormat(t, p, m[p.Exe()])
 			bins[p.String()] = m[p.Exe()]
 			t.Logf("%s: binary %.1f MiB", p, float64(len(m[p.Exe()]))/(1<<20))
-			for _, leak := range []string{root, runtime.GOROOT(), filepath.Join(os.Getenv("HOME"), "go", "pkg", "mod")} {
+			for _, leak := range []string{root, goEnv(t, "GOROOT"), goEnv(t, "GOMODCACHE")} {
 				if leak != "" && bytes.Contains(m[p.Exe()], []byte(leak)) {
 					t.Errorf("%s: the binary holds the build machine's path %s", p, leak)
 				}
@@ -548,6 +548,16 @@ ess_cert_id_alg = sha256
 		return run(t, exec.Command(tool, "verify", "-in", exe, "-CAfile", caFile, "-TSA-CAfile", caFile), 0)
 	}
 	return s, verify
+}
+
+// goEnv is go env NAME.
+func goEnv(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		t.Fatalf("go env %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // withoutPEChecksum is a copy of a PE file with its optional header's
