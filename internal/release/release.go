@@ -75,7 +75,7 @@ const (
 )
 
 // Build builds the release into opts.OutDir, which must not exist or be
-// empty. Everything is built in a temporary directory beside it and
+// empty, and lists its files by name. Everything is built in a temporary directory beside it and
 // renamed into place at the end: OutDir never holds half a release.
 func Build(ctx context.Context, opts Options) ([]File, error) {
 	src := opts.Source
@@ -221,6 +221,7 @@ func Build(ctx context.Context, opts Options) ([]File, error) {
 		return nil, err
 	}
 	list = append(list, File{Name: ChecksumsName, SHA256: sum, Size: fi.Size()})
+	slices.SortFunc(list, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
 
 	if err := os.Remove(out); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", out, err)
