@@ -60,19 +60,13 @@ are wrong, and leave pending those that cannot be decided yet.
 
 Every request goes through every check, and every failed check is reported:
 
-  signer          spec.signerName is kubernetes.io/kubelet-serving
-  requester       system:node:NAME, in group system:nodes (set by the API server)
-  request-pem     one PEM CERTIFICATE REQUEST that decodes
-  self-signature  signed by the key it certifies
-  subject         CN = the requester, O = exactly [system:nodes]
-  public-key      RSA 2048-8192, ECDSA P-256/384/521 or Ed25519
-  usages          server auth; only digital signature, key encipherment (RSA)
-  san-kinds       a DNS name or IP; no email addresses or URIs
-  dns-names       NAME, the Node's Hostname/InternalDNS/ExternalDNS, NAME.dnsSuffix (-f)
-  ip-addresses    the Node's InternalIP/ExternalIP; with -f, the spec's address
-                  for the node (the spec wins); IPv4-mapped IPv6 is normalised
-  node-exists     the Node is registered
-  expiration      expirationSeconds at most --max-expiration
+` + csrCheckList() + `
+Without -f, a name or address the Node reports about itself (a kubelet may
+rewrite its own status) is refused when another Node or the API server has
+it: other Nodes' names and addresses, controlPlaneEndpoint and certSANs from
+kube-system/kubeadm-config, the server this command connects to, and the
+kubernetes Service's names and ClusterIPs. With -f the spec alone names the
+node. Use -f wherever you have the spec.
 
 Decisions: approved; denied (condition Denied, message naming the failed
 checks) when the request is wrong; left pending when the answer could
@@ -169,7 +163,10 @@ func (o *csrApproveOptions) run(ctx context.Context, s Streams, args []string) e
 		return Incomplete(fmt.Errorf("building the API client: %w", err))
 	}
 	if o.watch {
-		return o.runWatch(ctx, s, client, opts)
+		return o.runWatch(ctx, s, client, opts, cfg.Host)
+	}
+	if opts.Inventory == nil {
+		opts.Cluster = csr.APIClusterView(client, cfg.Host)
 	}
 	// Unattended, the whole review has a deadline; at the prompt the
 	// person decides how long it takes (each request still has one).
@@ -181,12 +178,12 @@ func (o *csrApproveOptions) run(ctx context.Context, s Streams, args []string) e
 	return o.runOnce(ctx, s, client, opts, args)
 }
 
-func (o *csrApproveOptions) runWatch(ctx context.Context, s Streams, client kubeclient.Interface, opts csr.Options) error {
+func (o *csrApproveOptions) runWatch(ctx context.Context, s Streams, client kubeclient.Interface, opts csr.Options, server string) error {
 	var h slog.Handler = slog.NewTextHandler(s.Err, nil)
 	if o.output == "json" {
 		h = slog.NewJSONHandler(s.Err, nil)
 	}
-	c, err := csr.NewController(client, csr.ControllerOptions{Options: opts, DryRun: o.dryRun, Workers: o.workers, Logger: slog.New(h)})
+	c, err := csr.NewController(client, csr.ControllerOptions{Options: opts, Server: server, DryRun: o.dryRun, Workers: o.workers, Logger: slog.New(h)})
 	if err != nil {
 		return Incomplete(err)
 	}
@@ -211,6 +208,17 @@ func (o *csrApproveOptions) runOnce(ctx context.Context, s Streams, client kubec
 			if !found[n] {
 				fmt.Fprintf(s.Err, "warning: %s is not a pending kubelet-serving CertificateSigningRequest; skipped\n", n)
 			}
+		}
+	}
+	if opts.Cluster != nil && len(pending) > 0 {
+		// Read once before the first review, so that what could not be
+		// read is said once, before any verdict.
+		view, err := opts.Cluster(ctx)
+		if err != nil {
+			return apiFailure(ctx, "csr approve", o.timeout, err)
+		}
+		for _, w := range view.Warnings {
+			fmt.Fprintf(s.Err, "warning: %s\n", w)
 		}
 	}
 	// In JSON mode the prompts go to standard error, keeping stdout JSON.
@@ -280,6 +288,15 @@ func (o *csrApproveOptions) runOnce(ctx context.Context, s Streams, client kubec
 		return apiFailure(ctx, "csr approve", o.timeout, errors.Join(apiErrs...))
 	}
 	return nil
+}
+
+// csrCheckList is the help's list of checks, from csr.Checks.
+func csrCheckList() string {
+	var b strings.Builder
+	for _, c := range csr.Checks() {
+		fmt.Fprintf(&b, "  %-15s %s\n", c.Name, c.Summary)
+	}
+	return b.String()
 }
 
 // confirm asks a yes/no question; anything but y/yes (including end of
