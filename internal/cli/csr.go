@@ -3,12 +3,10 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/csr"
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
+	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
 func newCSRCmd(s Streams) *cobra.Command {
@@ -181,7 +180,8 @@ func (o *csrApproveOptions) run(ctx context.Context, s Streams, args []string) e
 func (o *csrApproveOptions) runWatch(ctx context.Context, s Streams, client kubeclient.Interface, opts csr.Options, server string) error {
 	var h slog.Handler = slog.NewTextHandler(s.Err, nil)
 	if o.output == "json" {
-		h = slog.NewJSONHandler(s.Err, nil)
+		// slog's JSON leaves C1 and bidirectional controls raw.
+		h = slog.NewJSONHandler(termtext.JSONLines(s.Err), nil)
 	}
 	c, err := csr.NewController(client, csr.ControllerOptions{Options: opts, Server: server, DryRun: o.dryRun, Workers: o.workers, Logger: slog.New(h)})
 	if err != nil {
@@ -206,7 +206,7 @@ func (o *csrApproveOptions) runOnce(ctx context.Context, s Streams, client kubec
 		}
 		for _, n := range names {
 			if !found[n] {
-				fmt.Fprintf(s.Err, "warning: %s is not a pending kubelet-serving CertificateSigningRequest; skipped\n", n)
+				fmt.Fprintf(s.Err, "warning: %s is not a pending kubelet-serving CertificateSigningRequest; skipped\n", termtext.Name(n))
 			}
 		}
 	}
@@ -218,7 +218,7 @@ func (o *csrApproveOptions) runOnce(ctx context.Context, s Streams, client kubec
 			return apiFailure(ctx, "csr approve", o.timeout, err)
 		}
 		for _, w := range view.Warnings {
-			fmt.Fprintf(s.Err, "warning: %s\n", w)
+			fmt.Fprintf(s.Err, "warning: %s\n", termtext.Line(w))
 		}
 	}
 	// In JSON mode the prompts go to standard error, keeping stdout JSON.
@@ -250,7 +250,7 @@ func (o *csrApproveOptions) runOnce(ctx context.Context, s Streams, client kubec
 		act := rv.Decision == csr.Approve || rv.Decision == csr.Deny
 		if act && interactive {
 			verb := map[csr.Decision]string{csr.Approve: "Approve", csr.Deny: "Deny"}[rv.Decision]
-			if !confirm(promptOut, in, fmt.Sprintf("%s %s? [y/N]: ", verb, rv.Name)) {
+			if !confirm(promptOut, in, fmt.Sprintf("%s %s? [y/N]: ", verb, printable(rv.Name))) {
 				act = false
 				out.Decision = csr.LeavePending
 				out.Reasons = append([]string{fmt.Sprintf("not confirmed at the prompt (verdict: %s)", rv.Decision)}, out.Reasons...)
@@ -273,9 +273,7 @@ func (o *csrApproveOptions) runOnce(ctx context.Context, s Streams, client kubec
 
 	switch o.output {
 	case "json":
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(outcomes); err != nil {
+		if err := termtext.EncodeJSON(s.Out, outcomes); err != nil {
 			return Incomplete(err)
 		}
 	default:
@@ -329,23 +327,12 @@ func orNone(list []string) string {
 	if len(list) == 0 {
 		return "<none>"
 	}
-	out := make([]string, len(list))
-	for i, s := range list {
-		out[i] = printable(s)
-	}
-	return strings.Join(out, ", ")
+	return strings.Join(termtext.Names(list), ", ")
 }
 
-// printable returns s, or s quoted with Go escapes when it holds anything but
-// printable ASCII or spaces in the middle.
-func printable(s string) string {
-	for _, r := range s {
-		if r < 0x21 || r > 0x7e {
-			return strconv.QuoteToASCII(s)
-		}
-	}
-	return s
-}
+// printable is termtext.Name: names shown as they are, or Go-quoted when
+// they hold anything but printable ASCII.
+func printable(s string) string { return termtext.Name(s) }
 
 // printReview shows one request the way a reviewer needs it.
 func printReview(w io.Writer, rv *csr.Review) {
@@ -359,7 +346,7 @@ func printReview(w io.Writer, rv *csr.Review) {
 	verdict := map[csr.Decision]string{csr.Approve: "approve", csr.Deny: "deny", csr.LeavePending: "leave pending"}[rv.Decision]
 	fmt.Fprintf(w, "  verdict:   %s\n", verdict)
 	for _, r := range rv.Reasons() {
-		fmt.Fprintf(w, "    - %s\n", r)
+		fmt.Fprintf(w, "    - %s\n", termtext.Line(r))
 	}
 }
 
@@ -382,7 +369,7 @@ func printOutcomes(w io.Writer, outs []csr.Outcome, reviews []*csr.Review, dryRu
 		if node == "" {
 			node = "<none>"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(o.Name), node, printable(rv.Requester), age(rv.Created), orNone(rv.DNSNames), orNone(rv.IPs), d, strings.Join(o.Reasons, "; "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(o.Name), node, printable(rv.Requester), age(rv.Created), orNone(rv.DNSNames), orNone(rv.IPs), d, termtext.Line(strings.Join(o.Reasons, "; ")))
 	}
 	_ = tw.Flush()
 }
