@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hybridctl/hybridctl/internal/checks"
+	"github.com/hybridctl/hybridctl/internal/redact"
 	"github.com/hybridctl/hybridctl/internal/report"
 	"github.com/hybridctl/hybridctl/internal/termtext"
 )
@@ -67,12 +68,12 @@ func WriteJSON(w io.Writer, r *Result) error {
 		out.Nodes = []NodeResult{}
 	}
 	for _, f := range r.Findings {
-		ev := f.Evidence
-		if ev == nil {
-			ev = []string{}
+		ev := []string{}
+		for _, e := range f.Evidence {
+			ev = append(ev, redact.String(e))
 		}
 		out.Findings = append(out.Findings, finding{Check: f.Check, Name: f.Name, Severity: f.Severity, Node: f.Node,
-			Object: object{APIVersion: "v1", Kind: "Node", Name: f.Node}, Message: f.Message, Fix: f.Fix, Evidence: ev})
+			Object: object{APIVersion: "v1", Kind: "Node", Name: f.Node}, Message: redact.String(f.Message), Fix: f.Fix, Evidence: ev})
 	}
 	for _, s := range r.Skipped {
 		out.Skipped = append(out.Skipped, skipped{Check: s.Check, Name: s.Name, Node: s.Node, Reason: s.Reason})
@@ -98,9 +99,9 @@ func WriteTable(w io.Writer, r *Result) error {
 		fmt.Fprintf(&b, "%s (%d)\n", strings.ToUpper(string(sev)), len(fs))
 		for _, f := range fs {
 			fmt.Fprintf(&b, "  %s %s  Node %s\n", f.Check, f.Name, termtext.Line(f.Node))
-			fmt.Fprintf(&b, "      %s\n", termtext.Line(f.Message))
+			fmt.Fprintf(&b, "      %s\n", termtext.Line(redact.String(f.Message)))
 			for _, e := range f.Evidence {
-				fmt.Fprintf(&b, "        %s\n", termtext.Line(e))
+				fmt.Fprintf(&b, "        %s\n", termtext.Line(redact.String(e)))
 			}
 			fmt.Fprintf(&b, "      fix: %s\n", termtext.Line(f.Fix))
 		}
