@@ -42,6 +42,11 @@ const secretWords = `(?i:secret|passw(?:or)?d|token|api[_-]?key|access[_-]?key|p
 // containing one of secretWords, or auth (a registry's auth field).
 const secretKey = `(?:[A-Za-z0-9_.-]*` + secretWords + `[A-Za-z0-9_.-]*|(?i:auth))`
 
+// kvSecretKey is secretKey without dots: a dotted name still matches from
+// its last part (spring.datasource.password), and klog's file:line
+// (credential_provider.go:42]) is no key.
+const kvSecretKey = `(?:[A-Za-z0-9_-]*` + secretWords + `[A-Za-z0-9_-]*|(?i:auth))`
+
 // jsonSecretKey is secretKey and the HTTP authorization headers' names,
 // which the authorization-header rule handles in their header form.
 const jsonSecretKey = `(?:` + secretKey + `|(?i:authorization|proxy-authorization))`
@@ -84,11 +89,11 @@ func Rules() []Rule {
 			Fixture: `{"tenantId": "t1", "clientSecret": "Zx8~Q_client.secret-value"}`, Secret: "Zx8~Q_client.secret-value",
 			NearMiss: `{"author": "alice", "keyring": "/etc/apt/keyrings", "monkey": "banana"}`},
 		{Name: "key-value-secret", Doc: "`key=value` and `key: value` forms whose key names a secret (`aws_secret_access_key=...`, `password: ...`, `AccountKey=...` in a connection string), quoted or not",
-			re: regexp.MustCompile(`\b(` + secretKey + `)([ \t]*[=:][ \t]*)("[^"\r\n]*"|'[^'\r\n]*'|[^\s"',;&]+)`), with: "${1}${2}<redacted>",
+			re: regexp.MustCompile(`\b(` + kvSecretKey + `)([ \t]*[=:][ \t]*)("[^"\r\n]*"|'[^'\r\n]*'|[^\s"',;&]+)`), with: "${1}${2}<redacted>",
 			Fixture: "aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", Secret: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-			NearMiss: "keyring=/etc/apt/keyrings author=alice user=admin"},
+			NearMiss: `I1206 credential_provider.go:42] "using" keyring=/etc/apt/keyrings author=alice user=admin`},
 		{Name: "flag-secret", Doc: "command-line flags that name a secret, with their value after a space (`--token T`, `--password P`)",
-			re: regexp.MustCompile(`(--` + secretKey + `[ \t]+)("[^"\r\n]*"|'[^'\r\n]*'|[^\s"',;&-][^\s"',;&]*)`), with: "${1}<redacted>",
+			re: regexp.MustCompile(`(--` + kvSecretKey + `[ \t]+)("[^"\r\n]*"|'[^'\r\n]*'|[^\s"',;&-][^\s"',;&]*)`), with: "${1}<redacted>",
 			Fixture: "kubeadm join 192.168.10.23:6443 --token abcdef.0123456789abcdeX --discovery-token-unsafe-skip-ca-verification", Secret: "abcdef.0123456789abcdeX",
 			NearMiss: "the token expired; retry with --verbose"},
 		{Name: "bootstrap-token", Doc: "kubeadm bootstrap tokens (`[a-z0-9]{6}.[a-z0-9]{16}`)",

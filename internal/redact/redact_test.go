@@ -58,6 +58,7 @@ func TestRedactSpellings(t *testing.T) {
 		{"token: 0123456789abcdefXYZ", "0123456789abcdefXYZ"},
 		{"DefaultEndpointsProtocol=https;AccountName=lab;AccountKey=c2VjcmV0a2V5MDEyMzQ=;EndpointSuffix=core.windows.net", "c2VjcmV0a2V5MDEyMzQ="},
 		{"--password 'hunter2 with spaces'", "hunter2 with spaces"},
+		{"spring.datasource.password=dbPassw0rd", "dbPassw0rd"},
 		{"kubeadm join --token abcdef.0123456789abcdef 192.168.10.23:6443", "0123456789abcdef"},
 		{"bootstrap token abcdef.0123456789abcdef used", "0123456789abcdef"},
 		{"key AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"},
