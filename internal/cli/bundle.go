@@ -12,6 +12,7 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/bundle"
 	"github.com/hybridctl/hybridctl/internal/plan"
+	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
 func newBundleCmd(s Streams) *cobra.Command {
@@ -109,7 +110,7 @@ not be read.`,
 				if a.SHA256 != "" {
 					sum = a.SHA256
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.OS, a.Name, a.Version, a.Path, sum, a.URL)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.OS, a.Name, termtext.Line(a.Version), termtext.Line(a.Path), termtext.Line(sum), termtext.Line(a.URL))
 			}
 			if err := tw.Flush(); err != nil {
 				return Incomplete(err)
@@ -192,7 +193,7 @@ run it again to resume).`,
 			opts := bundle.DownloadOptions{
 				Mirror: o.mirror, RequestTimeout: o.timeout, IdleTimeout: o.idleTimeout,
 				Progress: func(r bundle.Result) {
-					fmt.Fprintf(s.Out, "%-10s  %s  %s  sha256 %s (%s)\n", r.Action, r.Artifact.Path, size(r.Bytes), r.SHA256, r.ChecksumFrom)
+					fmt.Fprintf(s.Out, "%-10s  %s  %s  sha256 %s (%s)\n", r.Action, termtext.Line(r.Artifact.Path), size(r.Bytes), r.SHA256, termtext.Line(r.ChecksumFrom))
 					if r.ChecksumFrom == bundle.ChecksumNone {
 						unpinned = append(unpinned, r)
 					}
@@ -206,9 +207,9 @@ run it again to resume).`,
 			case err != nil:
 				return Incomplete(err)
 			}
-			fmt.Fprintf(s.Out, "wrote %s (%d files)\n", filepath.Join(o.dir, bundle.SumsFile), len(arts))
+			fmt.Fprintf(s.Out, "wrote %s (%d files)\n", termtext.Line(filepath.Join(o.dir, bundle.SumsFile)), len(arts))
 			for _, r := range unpinned {
-				fmt.Fprintf(s.Err, "note: %s: %s publishes no checksum; recorded sha256 %s of what was received: compare it with a second source\n", r.Artifact.Path, r.Artifact.URL, r.SHA256)
+				fmt.Fprintf(s.Err, "note: %s: %s publishes no checksum; recorded sha256 %s of what was received: compare it with a second source\n", termtext.Line(r.Artifact.Path), termtext.Line(r.Artifact.URL), r.SHA256)
 			}
 			return nil
 		},
@@ -266,20 +267,20 @@ error); 2 usage error; 3 DIR or a file could not be read.`,
 				}
 			} else {
 				for _, p := range rep.OK {
-					fmt.Fprintf(s.Out, "ok       %s\n", p)
+					fmt.Fprintf(s.Out, "ok       %s\n", termtext.Line(p))
 				}
 				for _, p := range rep.Extra {
-					fmt.Fprintf(s.Out, "extra    %s (not needed by this spec)\n", p)
+					fmt.Fprintf(s.Out, "extra    %s (not needed by this spec)\n", termtext.Line(p))
 				}
 			}
 			if len(rep.Problems) > 0 {
 				for _, p := range rep.Problems {
-					fmt.Fprintf(s.Err, "%s: %s\n", filepath.Join(o.dir, filepath.FromSlash(p.Path)), p.Message)
+					fmt.Fprintf(s.Err, "%s: %s\n", termtext.Line(filepath.Join(o.dir, filepath.FromSlash(p.Path))), termtext.Line(p.Message))
 				}
 				return &ExitError{Code: ExitProblem, Err: fmt.Errorf("%s: %d problems; the bundle is not complete or not intact", o.dir, len(rep.Problems)), Silent: o.output == "json"}
 			}
 			if o.output == "table" {
-				fmt.Fprintf(s.Out, "%s: %d files, complete and intact\n", o.dir, len(rep.OK))
+				fmt.Fprintf(s.Out, "%s: %d files, complete and intact\n", termtext.Line(o.dir), len(rep.OK))
 			}
 			return nil
 		},

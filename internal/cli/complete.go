@@ -20,6 +20,7 @@ import (
 	"github.com/hybridctl/hybridctl/internal/provision/preflight"
 	"github.com/hybridctl/hybridctl/internal/report"
 	"github.com/hybridctl/hybridctl/internal/spec"
+	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
 // NamespaceCompletionTimeout bounds the API call that completes -n: a
@@ -134,7 +135,17 @@ func matchSame(candidates []string, toComplete string, list bool, same map[strin
 	}
 	out := []string{}
 	for _, c := range candidates {
-		value, _, _ := strings.Cut(c, "\t")
+		value, desc, hasDesc := strings.Cut(c, "\t")
+		// Values from a kubeconfig or a spec are the files' authors':
+		// one a terminal would act on is never offered (the shell would
+		// print it and put it on the command line), and descriptions are
+		// escaped.
+		if !termtext.IsSafe(value) {
+			continue
+		}
+		if hasDesc {
+			c = value + "\t" + termtext.Line(desc)
+		}
 		v := strings.ToLower(value)
 		if strings.HasPrefix(v, strings.ToLower(partial)) && !slices.Contains(chosen, key(v)) {
 			out = append(out, head+c)

@@ -186,6 +186,8 @@ contexts:
   context: {cluster: prod, user: lab-admin}
 - name: lab
   context: {cluster: lab, user: lab-admin}
+- name: "evil\e]52;c;ZXZpbA==\a\e[2K"
+  context: {cluster: lab, user: lab-admin}
 current-context: lab
 `), 0o600); err != nil {
 		t.Fatal(err)
@@ -194,7 +196,9 @@ current-context: lab
 		args []string
 		want []string
 	}{
+		// A context name a terminal would act on is never offered.
 		{[]string{"doctor", "--kubeconfig", kc, "--context", ""}, []string{"lab", "prod"}},
+		{[]string{"doctor", "--kubeconfig", kc, "--context", "e"}, []string{}},
 		{[]string{"csr", "approve", "--kubeconfig", kc, "--context", "p"}, []string{"prod"}},
 		{[]string{"doctor", "--kubeconfig", kc, "--cluster", ""}, []string{"lab", "prod"}},
 		{[]string{"doctor", "--kubeconfig", kc, "--user", ""}, []string{"lab-admin"}},

@@ -3,12 +3,10 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/csr"
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
+	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
 func newCSRCmd(s Streams) *cobra.Command {
@@ -60,19 +59,13 @@ are wrong, and leave pending those that cannot be decided yet.
 
 Every request goes through every check, and every failed check is reported:
 
-  signer          spec.signerName is kubernetes.io/kubelet-serving
-  requester       system:node:NAME, in group system:nodes (set by the API server)
-  request-pem     one PEM CERTIFICATE REQUEST that decodes
-  self-signature  signed by the key it certifies
-  subject         CN = the requester, O = exactly [system:nodes]
-  public-key      RSA 2048-8192, ECDSA P-256/384/521 or Ed25519
-  usages          server auth; only digital signature, key encipherment (RSA)
-  san-kinds       a DNS name or IP; no email addresses or URIs
-  dns-names       NAME, the Node's Hostname/InternalDNS/ExternalDNS, NAME.dnsSuffix (-f)
-  ip-addresses    the Node's InternalIP/ExternalIP; with -f, the spec's address
-                  for the node (the spec wins); IPv4-mapped IPv6 is normalised
-  node-exists     the Node is registered
-  expiration      expirationSeconds at most --max-expiration
+` + csrCheckList() + `
+Without -f, a name or address the Node reports about itself (a kubelet may
+rewrite its own status) is refused when another Node or the API server has
+it: other Nodes' names and addresses, controlPlaneEndpoint and certSANs from
+kube-system/kubeadm-config, the server this command connects to, and the
+kubernetes Service's names and ClusterIPs. With -f the spec alone names the
+node. Use -f wherever you have the spec.
 
 Decisions: approved; denied (condition Denied, message naming the failed
 checks) when the request is wrong; left pending when the answer could
@@ -169,7 +162,10 @@ func (o *csrApproveOptions) run(ctx context.Context, s Streams, args []string) e
 		return Incomplete(fmt.Errorf("building the API client: %w", err))
 	}
 	if o.watch {
-		return o.runWatch(ctx, s, client, opts)
+		return o.runWatch(ctx, s, client, opts, cfg.Host)
+	}
+	if opts.Inventory == nil {
+		opts.Cluster = csr.APIClusterView(client, cfg.Host)
 	}
 	// Unattended, the whole review has a deadline; at the prompt the
 	// person decides how long it takes (each request still has one).
@@ -181,12 +177,13 @@ func (o *csrApproveOptions) run(ctx context.Context, s Streams, args []string) e
 	return o.runOnce(ctx, s, client, opts, args)
 }
 
-func (o *csrApproveOptions) runWatch(ctx context.Context, s Streams, client kubeclient.Interface, opts csr.Options) error {
+func (o *csrApproveOptions) runWatch(ctx context.Context, s Streams, client kubeclient.Interface, opts csr.Options, server string) error {
 	var h slog.Handler = slog.NewTextHandler(s.Err, nil)
 	if o.output == "json" {
-		h = slog.NewJSONHandler(s.Err, nil)
+		// slog's JSON leaves C1 and bidirectional controls raw.
+		h = slog.NewJSONHandler(termtext.JSONLines(s.Err), nil)
 	}
-	c, err := csr.NewController(client, csr.ControllerOptions{Options: opts, DryRun: o.dryRun, Workers: o.workers, Logger: slog.New(h)})
+	c, err := csr.NewController(client, csr.ControllerOptions{Options: opts, Server: server, DryRun: o.dryRun, Workers: o.workers, Logger: slog.New(h)})
 	if err != nil {
 		return Incomplete(err)
 	}
@@ -209,8 +206,19 @@ func (o *csrApproveOptions) runOnce(ctx context.Context, s Streams, client kubec
 		}
 		for _, n := range names {
 			if !found[n] {
-				fmt.Fprintf(s.Err, "warning: %s is not a pending kubelet-serving CertificateSigningRequest; skipped\n", n)
+				fmt.Fprintf(s.Err, "warning: %s is not a pending kubelet-serving CertificateSigningRequest; skipped\n", termtext.Name(n))
 			}
+		}
+	}
+	if opts.Cluster != nil && len(pending) > 0 {
+		// Read once before the first review, so that what could not be
+		// read is said once, before any verdict.
+		view, err := opts.Cluster(ctx)
+		if err != nil {
+			return apiFailure(ctx, "csr approve", o.timeout, err)
+		}
+		for _, w := range view.Warnings {
+			fmt.Fprintf(s.Err, "warning: %s\n", termtext.Line(w))
 		}
 	}
 	// In JSON mode the prompts go to standard error, keeping stdout JSON.
@@ -242,7 +250,7 @@ func (o *csrApproveOptions) runOnce(ctx context.Context, s Streams, client kubec
 		act := rv.Decision == csr.Approve || rv.Decision == csr.Deny
 		if act && interactive {
 			verb := map[csr.Decision]string{csr.Approve: "Approve", csr.Deny: "Deny"}[rv.Decision]
-			if !confirm(promptOut, in, fmt.Sprintf("%s %s? [y/N]: ", verb, rv.Name)) {
+			if !confirm(promptOut, in, fmt.Sprintf("%s %s? [y/N]: ", verb, printable(rv.Name))) {
 				act = false
 				out.Decision = csr.LeavePending
 				out.Reasons = append([]string{fmt.Sprintf("not confirmed at the prompt (verdict: %s)", rv.Decision)}, out.Reasons...)
@@ -265,9 +273,7 @@ func (o *csrApproveOptions) runOnce(ctx context.Context, s Streams, client kubec
 
 	switch o.output {
 	case "json":
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(outcomes); err != nil {
+		if err := termtext.EncodeJSON(s.Out, outcomes); err != nil {
 			return Incomplete(err)
 		}
 	default:
@@ -280,6 +286,15 @@ func (o *csrApproveOptions) runOnce(ctx context.Context, s Streams, client kubec
 		return apiFailure(ctx, "csr approve", o.timeout, errors.Join(apiErrs...))
 	}
 	return nil
+}
+
+// csrCheckList is the help's list of checks, from csr.Checks.
+func csrCheckList() string {
+	var b strings.Builder
+	for _, c := range csr.Checks() {
+		fmt.Fprintf(&b, "  %-15s %s\n", c.Name, c.Summary)
+	}
+	return b.String()
 }
 
 // confirm asks a yes/no question; anything but y/yes (including end of
@@ -312,23 +327,12 @@ func orNone(list []string) string {
 	if len(list) == 0 {
 		return "<none>"
 	}
-	out := make([]string, len(list))
-	for i, s := range list {
-		out[i] = printable(s)
-	}
-	return strings.Join(out, ", ")
+	return strings.Join(termtext.Names(list), ", ")
 }
 
-// printable returns s, or s quoted with Go escapes when it holds anything but
-// printable ASCII or spaces in the middle.
-func printable(s string) string {
-	for _, r := range s {
-		if r < 0x21 || r > 0x7e {
-			return strconv.QuoteToASCII(s)
-		}
-	}
-	return s
-}
+// printable is termtext.Name: names shown as they are, or Go-quoted when
+// they hold anything but printable ASCII.
+func printable(s string) string { return termtext.Name(s) }
 
 // printReview shows one request the way a reviewer needs it.
 func printReview(w io.Writer, rv *csr.Review) {
@@ -342,7 +346,7 @@ func printReview(w io.Writer, rv *csr.Review) {
 	verdict := map[csr.Decision]string{csr.Approve: "approve", csr.Deny: "deny", csr.LeavePending: "leave pending"}[rv.Decision]
 	fmt.Fprintf(w, "  verdict:   %s\n", verdict)
 	for _, r := range rv.Reasons() {
-		fmt.Fprintf(w, "    - %s\n", r)
+		fmt.Fprintf(w, "    - %s\n", termtext.Line(r))
 	}
 }
 
@@ -365,7 +369,7 @@ func printOutcomes(w io.Writer, outs []csr.Outcome, reviews []*csr.Review, dryRu
 		if node == "" {
 			node = "<none>"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(o.Name), node, printable(rv.Requester), age(rv.Created), orNone(rv.DNSNames), orNone(rv.IPs), d, strings.Join(o.Reasons, "; "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(o.Name), node, printable(rv.Requester), age(rv.Created), orNone(rv.DNSNames), orNone(rv.IPs), d, termtext.Line(strings.Join(o.Reasons, "; ")))
 	}
 	_ = tw.Flush()
 }

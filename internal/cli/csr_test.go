@@ -71,13 +71,19 @@ current-context: c
 
 func servingRequest(t *testing.T, node string, ips ...string) []byte {
 	t.Helper()
+	return servingRequestNames(t, node, []string{node}, ips...)
+}
+
+// servingRequestNames is a request of node for the DNS names dns.
+func servingRequestNames(t *testing.T, node string, dns []string, ips ...string) []byte {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.CertificateRequest{
 		Subject:  pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}},
-		DNSNames: []string{node},
+		DNSNames: dns,
 	}
 	for _, ip := range ips {
 		tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(ip))

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hybridctl/hybridctl/internal/kubeconfig"
+	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
 const kubeconfigTrap = `Why: kubeadm names every cluster "kubernetes", every user "kubernetes-admin"
@@ -179,10 +179,10 @@ reference refused); 2 usage; 3 I/O error.`,
 				return kubeconfigExit(err)
 			}
 			for _, w := range res.Warnings {
-				fmt.Fprintln(s.Err, "Warning:", w)
+				fmt.Fprintln(s.Err, "Warning:", termtext.Line(w))
 			}
 			if res.LooseMode != "" {
-				fmt.Fprintf(s.Err, "Warning: %s is mode %s, open to other users, and it holds private keys: chmod 600 %s\n", res.Target, res.LooseMode, res.Target)
+				fmt.Fprintf(s.Err, "Warning: %s is mode %s, open to other users, and it holds private keys: chmod 600 %s\n", termtext.Line(res.Target), res.LooseMode, termtext.Line(res.Target))
 			}
 			// With several files in $KUBECONFIG, say which entries of later
 			// files the imported names now hide (the first file wins).
@@ -192,7 +192,7 @@ reference refused); 2 usage; 3 I/O error.`,
 						if x.Winner == res.Target || sameFile(x.Winner, res.Target) {
 							for _, e := range res.Entries {
 								if e.Kind == x.Kind && e.Name == x.Name {
-									fmt.Fprintf(s.Err, "Warning: %s %q in %s is hidden by the imported one: %s comes first in $KUBECONFIG\n", x.Kind, x.Name, x.Shadowed, x.Winner)
+									fmt.Fprintf(s.Err, "Warning: %s %q in %s is hidden by the imported one: %s comes first in $KUBECONFIG\n", x.Kind, x.Name, termtext.Line(x.Shadowed), termtext.Line(x.Winner))
 								}
 							}
 						}
@@ -221,11 +221,11 @@ reference refused); 2 usage; 3 I/O error.`,
 func printImport(w io.Writer, r *kubeconfig.ImportResult) {
 	switch {
 	case !r.Written:
-		fmt.Fprintf(w, "%s: context %q is already there with the same content; nothing changed.\n", r.Target, r.Context)
+		fmt.Fprintf(w, "%s: context %q is already there with the same content; nothing changed.\n", termtext.Line(r.Target), r.Context)
 	case r.Created:
-		fmt.Fprintf(w, "Created %s (mode 0600) with context %q from %s (context %q).\n", r.Target, r.Context, r.Source, r.SourceContext)
+		fmt.Fprintf(w, "Created %s (mode 0600) with context %q from %s (context %q).\n", termtext.Line(r.Target), r.Context, termtext.Line(r.Source), r.SourceContext)
 	default:
-		fmt.Fprintf(w, "Imported %s (context %q) into %s as %q.\n", r.Source, r.SourceContext, r.Target, r.Context)
+		fmt.Fprintf(w, "Imported %s (context %q) into %s as %q.\n", termtext.Line(r.Source), r.SourceContext, termtext.Line(r.Target), r.Context)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, e := range r.Entries {
@@ -233,7 +233,7 @@ func printImport(w io.Writer, r *kubeconfig.ImportResult) {
 		if len(e.SameAs) > 0 {
 			extra = " (same as " + strings.Join(e.SameAs, ", ") + ")"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s%s\n", e.Kind, e.Name, e.Action, e.Describe, extra)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", e.Kind, termtext.Line(e.Name), e.Action, termtext.Line(e.Describe+extra))
 	}
 	tw.Flush()
 	if r.Verified != nil {
@@ -244,13 +244,13 @@ func printImport(w io.Writer, r *kubeconfig.ImportResult) {
 				who += " [" + strings.Join(r.Verified.Groups, " ") + "]"
 			}
 		}
-		fmt.Fprintf(w, "Verified: server %s, certificate trusted by %s%s.\n", r.Verified.ServerVersion, r.Verified.TrustedBy, who)
+		fmt.Fprintf(w, "Verified: server %s, certificate trusted by %s.\n", termtext.Line(r.Verified.ServerVersion), termtext.Line(r.Verified.TrustedBy+who))
 	}
 	if r.TightenedFrom != "" {
 		fmt.Fprintf(w, "The file was mode %s; it is 0600 now.\n", r.TightenedFrom)
 	}
 	if r.Backup != "" {
-		fmt.Fprintf(w, "Previous file kept as %s.\n", r.Backup)
+		fmt.Fprintf(w, "Previous file kept as %s.\n", termtext.Line(r.Backup))
 	}
 	if r.CurrentContext == r.Context {
 		fmt.Fprintf(w, "Current context: %s.\n", r.Context)
@@ -302,7 +302,7 @@ Exit codes: 0 listed; 1 the file is not a valid kubeconfig; 3 I/O error.`,
 			}
 			printList(s.Out, res)
 			for _, sh := range res.Shadowed {
-				fmt.Fprintf(s.Err, "Warning: %s %q in %s is ignored: %s defines the same name differently and comes first in $KUBECONFIG\n", sh.Kind, sh.Name, sh.Shadowed, sh.Winner)
+				fmt.Fprintf(s.Err, "Warning: %s %q in %s is ignored: %s defines the same name differently and comes first in $KUBECONFIG\n", sh.Kind, sh.Name, termtext.Line(sh.Shadowed), termtext.Line(sh.Winner))
 			}
 			return nil
 		},
@@ -313,7 +313,7 @@ Exit codes: 0 listed; 1 the file is not a valid kubeconfig; 3 I/O error.`,
 
 func printList(w io.Writer, r *kubeconfig.ListResult) {
 	if len(r.Contexts) == 0 {
-		fmt.Fprintf(w, "%s: no contexts\n", r.File)
+		fmt.Fprintf(w, "%s: no contexts\n", termtext.Line(r.File))
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -331,7 +331,7 @@ func printList(w io.Writer, r *kubeconfig.ListResult) {
 		if len(c.Problems) > 0 {
 			server = "(" + strings.Join(c.Problems, "; ") + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cur, c.Name, server, c.User, c.Namespace, imp)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cur, termtext.Line(c.Name), termtext.Line(server), termtext.Line(c.User), termtext.Line(c.Namespace), imp)
 	}
 	tw.Flush()
 }
@@ -369,15 +369,15 @@ Exit codes: 0 removed; 2 no such context; 3 I/O error.`,
 			if f.output == "json" {
 				return writeJSON(s.Out, res)
 			}
-			fmt.Fprintf(s.Out, "%s: removed %s.\n", res.Target, strings.Join(res.Removed, ", "))
+			fmt.Fprintf(s.Out, "%s: removed %s.\n", termtext.Line(res.Target), termtext.Line(strings.Join(res.Removed, ", ")))
 			if len(res.Kept) > 0 {
-				fmt.Fprintf(s.Out, "Kept %s: other contexts use them.\n", strings.Join(res.Kept, ", "))
+				fmt.Fprintf(s.Out, "Kept %s: other contexts use them.\n", termtext.Line(strings.Join(res.Kept, ", ")))
 			}
 			if res.ClearedCurrent {
 				fmt.Fprintln(s.Out, "It was the current context; none is current now (kubectl config use-context NAME).")
 			}
 			if res.Backup != "" {
-				fmt.Fprintf(s.Out, "Previous file kept as %s.\n", res.Backup)
+				fmt.Fprintf(s.Out, "Previous file kept as %s.\n", termtext.Line(res.Backup))
 			}
 			return nil
 		},
@@ -396,9 +396,7 @@ func sameFile(a, b string) bool {
 }
 
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
+	if err := termtext.EncodeJSON(w, v); err != nil {
 		return Incomplete(fmt.Errorf("writing output: %w", err))
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/hybridctl/hybridctl/internal/provision/apply"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/suggest"
+	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
 func newNodeCmd(s Streams) *cobra.Command {
@@ -155,7 +156,7 @@ func runNodeDiagnose(cmd *cobra.Command, s Streams, f *diagnoseFlags, kf *kubecl
 		if err := diagnose.Collect(ctx, f.collect, r); err != nil {
 			return Incomplete(err)
 		}
-		fmt.Fprintf(s.Err, "raw outputs saved under %s (secrets redacted)\n", f.collect)
+		fmt.Fprintf(s.Err, "raw outputs saved under %s (secrets redacted)\n", termtext.Line(f.collect))
 	}
 	if ctx.Err() != nil {
 		return Incomplete(fmt.Errorf("node diagnose did not finish within %s (--timeout): %w", f.timeout, ctx.Err()))

@@ -1,11 +1,11 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
 
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/termcolor"
+	"github.com/hybridctl/hybridctl/internal/termtext"
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 )
@@ -68,9 +68,7 @@ invalid; 2 usage error; 3 the file could not be read.`,
 				return Problem(err)
 			}
 			if o.output == "json" {
-				enc := json.NewEncoder(s.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(p)
+				return termtext.EncodeJSON(s.Out, p)
 			}
 			return p.WriteTextColor(s.Out, termcolor.Auto(s.Out, os.Getenv))
 		},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/render"
+	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
 type renderFlags struct {
@@ -142,7 +143,7 @@ func runRender(cmd *cobra.Command, s Streams, f *renderFlags) error {
 		return Incomplete(err)
 	}
 	for _, w := range p.Warnings {
-		fmt.Fprintf(s.Err, "warning: %s: %s\n", w.Path, w.Message)
+		fmt.Fprintf(s.Err, "warning: %s: %s\n", w.Path, termtext.Line(w.Message))
 	}
 	fmt.Fprintf(s.Out, "wrote %d files to %s; start with %s\n", len(files)+1, f.out, "runbook.md")
 	return nil

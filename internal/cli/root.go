@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/hybridctl/hybridctl/internal/termtext"
 	"github.com/spf13/cobra"
 )
 
@@ -118,7 +119,9 @@ func runMain(ctx context.Context, args []string, s Streams, started func(*cobra.
 		err = Usage(err)
 	}
 	if !errors.As(err, &ee) || !ee.Silent {
-		fmt.Fprintf(errOut, "Error: %v\n", err)
+		// Errors echo input (names, paths, what a node or the API
+		// said): escaped, newlines kept.
+		fmt.Fprintf(errOut, "Error: %s\n", termtext.Text(err.Error()))
 		if codeOf(err) == ExitUsage {
 			if cmd == nil {
 				cmd = root

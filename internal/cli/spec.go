@@ -12,6 +12,7 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/spec"
 	"github.com/hybridctl/hybridctl/internal/termcolor"
+	"github.com/hybridctl/hybridctl/internal/termtext"
 	"github.com/spf13/cobra"
 )
 
@@ -100,12 +101,12 @@ func (f *specFlags) load(ctx context.Context, in io.Reader, errOut io.Writer) (*
 	if r.Err() != nil {
 		pal := termcolor.Auto(errOut, os.Getenv)
 		for _, d := range r.Diagnostics {
-			fmt.Fprintln(errOut, pal.Severity(string(d.Severity), d.String()))
+			fmt.Fprintln(errOut, pal.Severity(string(d.Severity), termtext.Text(d.String())))
 		}
 		if n := len(r.Diagnostics.Errors()); n == 1 {
-			fmt.Fprintf(errOut, "%s: 1 error; the spec is invalid\n", r.File)
+			fmt.Fprintf(errOut, "%s: 1 error; the spec is invalid\n", termtext.Line(r.File))
 		} else {
-			fmt.Fprintf(errOut, "%s: %d errors; the spec is invalid\n", r.File, n)
+			fmt.Fprintf(errOut, "%s: %d errors; the spec is invalid\n", termtext.Line(r.File), n)
 		}
 		return nil, &ExitError{Code: ExitProblem, Err: r.Err(), Silent: true}
 	}

@@ -1,12 +1,13 @@
 package connectivity
 
 import (
-	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
 // Formats are the output formats of check connectivity.
@@ -16,9 +17,7 @@ func Formats() []string { return []string{"table", "json", "junit"} }
 func Write(w io.Writer, format string, rep *Report) error {
 	switch format {
 	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return termtext.EncodeJSON(w, rep)
 	case "junit":
 		return writeJUnit(w, rep)
 	case "table":
@@ -47,7 +46,7 @@ func writeTable(w io.Writer, rep *Report) error {
 		if o.Result == Fail {
 			reason = "see below"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Name, o.From, o.To, resultWord(o), reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Name, termtext.Line(o.From), termtext.Line(o.To), resultWord(o), termtext.Line(reason))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -56,25 +55,25 @@ func writeTable(w io.Writer, rep *Report) error {
 		if o.Result != Fail {
 			continue
 		}
-		fmt.Fprintf(w, "\nFAIL %s: %s → %s\n  cause:   %s\n", o.Name, o.From, o.To, o.Reason)
+		fmt.Fprintf(w, "\nFAIL %s: %s → %s\n  cause:   %s\n", o.Name, termtext.Line(o.From), termtext.Line(o.To), termtext.Line(o.Reason))
 		if o.Evidence != nil {
-			fmt.Fprintf(w, "  command: %s\n", o.Evidence.Command)
+			fmt.Fprintf(w, "  command: %s\n", termtext.Line(o.Evidence.Command))
 			if o.Evidence.ExitCode != nil {
 				fmt.Fprintf(w, "  exit:    %d (after %d attempts)\n", *o.Evidence.ExitCode, o.Evidence.Attempts)
 			}
 			if o.Evidence.Output != "" {
-				fmt.Fprintf(w, "  output:  %s\n", strings.ReplaceAll(o.Evidence.Output, "\n", "\n           "))
+				fmt.Fprintf(w, "  output:  %s\n", strings.ReplaceAll(termtext.Text(o.Evidence.Output), "\n", "\n           "))
 			}
 		}
 		if o.Fix != "" {
-			fmt.Fprintf(w, "  fix:     %s\n", o.Fix)
+			fmt.Fprintf(w, "  fix:     %s\n", termtext.Line(o.Fix))
 		}
 	}
 	for _, p := range rep.Problems {
-		fmt.Fprintf(w, "\nproblem: %s\n", p)
+		fmt.Fprintf(w, "\nproblem: %s\n", termtext.Text(p))
 	}
 	s := rep.Summary
-	_, err := fmt.Fprintf(w, "\n%d passed, %d failed, %d skipped, %d not run (namespace %s)\n", s.Pass, s.Fail, s.Skipped, s.NotRun, rep.Namespace)
+	_, err := fmt.Fprintf(w, "\n%d passed, %d failed, %d skipped, %d not run (namespace %s)\n", s.Pass, s.Fail, s.Skipped, s.NotRun, termtext.Line(rep.Namespace))
 	return err
 }
 
@@ -121,7 +120,9 @@ func writeJUnit(w io.Writer, rep *Report) error {
 			all.Suites = append(all.Suites, junitSuite{Name: o.Name})
 		}
 		s := &all.Suites[i]
-		c := junitCase{Name: o.From + " → " + o.To, Classname: "connectivity." + o.Name}
+		// XML cannot hold most control characters (encoding/xml writes
+		// U+FFFD for them): escaped first, they stay readable.
+		c := junitCase{Name: termtext.Line(o.From + " → " + o.To), Classname: "connectivity." + o.Name}
 		switch o.Result {
 		case Fail:
 			body := ""
@@ -131,11 +132,11 @@ func writeJUnit(w io.Writer, rep *Report) error {
 			if o.Fix != "" {
 				body += "\nfix: " + o.Fix
 			}
-			c.Failure = &junitMessage{Message: o.Reason, Body: body}
+			c.Failure = &junitMessage{Message: termtext.Line(o.Reason), Body: termtext.Text(body)}
 			s.Failures++
 			all.Failures++
 		case Skipped:
-			c.Skipped = &junitMessage{Message: o.Reason}
+			c.Skipped = &junitMessage{Message: termtext.Line(o.Reason)}
 			s.Skipped++
 			all.Skipped++
 		}
@@ -143,14 +144,5 @@ func writeJUnit(w io.Writer, rep *Report) error {
 		all.Tests++
 		s.Cases = append(s.Cases, c)
 	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(all); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return termtext.EncodeXML(w, all)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hybridctl/hybridctl/internal/termtext"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -181,7 +182,8 @@ type Runner struct {
 
 func (r *Runner) progress(format string, a ...any) {
 	if r.Progress != nil {
-		fmt.Fprintf(r.Progress, "connectivity: "+format+"\n", a...)
+		// Pod and node names, reasons and errors come from the cluster.
+		fmt.Fprintf(r.Progress, "connectivity: %s\n", termtext.Line(fmt.Sprintf(format, a...)))
 	}
 }
 

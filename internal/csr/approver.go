@@ -22,6 +22,10 @@ type Options struct {
 	Inventory Inventory
 	// MaxExpiration caps spec.expirationSeconds (0: DefaultMaxExpiration).
 	MaxExpiration time.Duration
+	// Cluster gives what a Node's own report is compared with when there
+	// is no Inventory (APIClusterView, or the controller's caches). Unset,
+	// names and addresses taken from the Node are left undecided.
+	Cluster ClusterGetter
 }
 
 // NodeGetter looks a Node up by name. It returns an error for which
@@ -37,6 +41,12 @@ func ReviewCSR(ctx context.Context, csr *certv1.CertificateSigningRequest, getNo
 		in.Node, in.NodeErr = getNode(ctx, in.NodeName)
 		if in.NodeErr != nil {
 			in.Node = nil
+		}
+	}
+	if in.Inventory == nil && in.NodeName != "" && opts.Cluster != nil {
+		in.Cluster, in.ClusterErr = opts.Cluster(ctx)
+		if in.ClusterErr != nil {
+			in.Cluster = nil
 		}
 	}
 	return Evaluate(in)

@@ -22,6 +22,8 @@ import (
 // produce, and says Unknown only for facts that can change by waiting.
 type Checker struct {
 	Name string
+	// Summary is one short line for the command's help.
+	Summary string
 	// Doc says what is checked and why (docs/csr.md is written from it).
 	Doc string
 	Fn  func(*Input) (Verdict, string)
@@ -31,18 +33,30 @@ type Checker struct {
 // reported for every request.
 func Checks() []Checker {
 	return []Checker{
-		{"signer", "spec.signerName is kubernetes.io/kubelet-serving; other signers belong to other approvers.", checkSigner},
-		{"requester", "spec.username is system:node:NAME and spec.groups contains system:nodes: the API server sets both from the credentials that created the CSR, so only a kubelet can pass.", checkRequester},
-		{"request-pem", "spec.request is exactly one PEM CERTIFICATE REQUEST block that decodes as PKCS#10.", checkRequestPEM},
-		{"self-signature", "the request is signed by the key it asks a certificate for (proof of possession).", checkSelfSignature},
-		{"subject", "subject CN equals the requester (system:node:NAME) and O is exactly [system:nodes], as the kubelet writes it.", checkSubject},
-		{"public-key", "the key is RSA 2048-8192 bits, ECDSA P-256/P-384/P-521 or Ed25519.", checkPublicKey},
-		{"usages", "usages include server auth and stay within digital signature, key encipherment (RSA keys only) and server auth: no client auth, no CA or signing usages.", checkUsages},
-		{"san-kinds", "at least one DNS name or IP address, and no email addresses or URIs.", checkSANKinds},
-		{"dns-names", "every DNS name is NAME, one of the Node's Hostname/InternalDNS/ExternalDNS addresses, or NAME.dnsSuffix when a spec is given; no wildcards.", checkDNSNames},
-		{"ip-addresses", "every IP address (normalised: IPv4-mapped IPv6 is IPv4) is one of the Node's InternalIP/ExternalIP addresses; with a spec, it is the spec's address for the node (the inventory wins).", checkIPAddresses},
-		{"node-exists", "the Node object NAME exists; while it does not, the request stays pending.", checkNodeExists},
-		{"expiration", "spec.expirationSeconds, when set, is at most the cap (--max-expiration, default one year).", checkExpiration},
+		{"signer", "spec.signerName is kubernetes.io/kubelet-serving",
+			"spec.signerName is kubernetes.io/kubelet-serving; other signers belong to other approvers.", checkSigner},
+		{"requester", "system:node:NAME in group system:nodes (set by the API server)",
+			"spec.username is system:node:NAME and spec.groups contains system:nodes: the API server sets both from the credentials that created the CSR, so only a kubelet can pass.", checkRequester},
+		{"request-pem", "one PEM CERTIFICATE REQUEST that decodes",
+			"spec.request is exactly one PEM CERTIFICATE REQUEST block that decodes as PKCS#10.", checkRequestPEM},
+		{"self-signature", "signed by the key it certifies",
+			"the request is signed by the key it asks a certificate for (proof of possession).", checkSelfSignature},
+		{"subject", "CN = the requester, O = exactly [system:nodes]",
+			"subject CN equals the requester (system:node:NAME) and O is exactly [system:nodes], as the kubelet writes it.", checkSubject},
+		{"public-key", "RSA 2048-8192, ECDSA P-256/384/521 or Ed25519",
+			"the key is RSA 2048-8192 bits, ECDSA P-256/P-384/P-521 or Ed25519.", checkPublicKey},
+		{"usages", "server auth; only digital signature, key encipherment (RSA)",
+			"usages include server auth and stay within digital signature, key encipherment (RSA keys only) and server auth: no client auth, no CA or signing usages.", checkUsages},
+		{"san-kinds", "a DNS name or IP; no email addresses or URIs",
+			"at least one DNS name or IP address, and no email addresses or URIs.", checkSANKinds},
+		{"dns-names", "-f: NAME, NAME.dnsSuffix; else names only this Node has",
+			"with a spec, every DNS name is NAME or NAME.dnsSuffix of a node in the spec; without one, NAME or one of the Node's Hostname/InternalDNS/ExternalDNS addresses, refused when it collides with another Node's name or reported name, or the API server's; never a kubernetes* Service name, localhost or a wildcard.", checkDNSNames},
+		{"ip-addresses", "-f: the spec's address; else the Node's IPs only it has",
+			"every IP address (normalised: IPv4-mapped IPv6 is IPv4) is, with a spec, the spec's address for the node (the inventory wins); without one, one of the Node's InternalIP/ExternalIP addresses that no other Node reports and that is not the API server's; never unspecified, loopback or multicast.", checkIPAddresses},
+		{"node-exists", "the Node is registered",
+			"the Node object NAME exists; while it does not, the request stays pending.", checkNodeExists},
+		{"expiration", "expirationSeconds at most --max-expiration",
+			"spec.expirationSeconds, when set, is at most the cap (--max-expiration, default one year).", checkExpiration},
 	}
 }
 
@@ -228,14 +242,22 @@ func checkSANKinds(in *Input) (Verdict, string) {
 
 // allowedDNSNames is the set of DNS names the node may claim without looking
 // at the Node object, and the set it may claim from the Node's addresses.
+// With an inventory the names come from it alone: the node's name and
+// NAME.dnsSuffix, nothing when the node is not in it.
 func allowedDNSNames(in *Input) (static, fromNode map[string]bool) {
-	static = map[string]bool{strings.ToLower(in.NodeName): true}
+	static, fromNode = map[string]bool{}, map[string]bool{}
+	own := strings.ToLower(in.NodeName)
 	if in.Inventory != nil {
-		if s := strings.Trim(strings.ToLower(in.Inventory.DNSSuffix()), "."); s != "" {
-			static[strings.ToLower(in.NodeName)+"."+s] = true
+		if _, ok := in.Inventory.NodeAddress(in.NodeName); !ok {
+			return static, fromNode
 		}
+		static[own] = true
+		if s := strings.Trim(strings.ToLower(in.Inventory.DNSSuffix()), "."); s != "" {
+			static[own+"."+s] = true
+		}
+		return static, fromNode
 	}
-	fromNode = map[string]bool{}
+	static[own] = true
 	if in.Node != nil {
 		for _, a := range in.Node.Status.Addresses {
 			switch a.Type {
@@ -249,6 +271,13 @@ func allowedDNSNames(in *Input) (static, fromNode map[string]bool) {
 	return static, fromNode
 }
 
+// isLocalhost reports whether n is localhost or under it (RFC 6761): a
+// name every machine gives itself, never one node's.
+func isLocalhost(n string) bool {
+	n = normName(n)
+	return n == "localhost" || strings.HasSuffix(n, ".localhost")
+}
+
 func checkDNSNames(in *Input) (Verdict, string) {
 	if in.Request == nil {
 		return Skip, "request did not decode"
@@ -259,29 +288,80 @@ func checkDNSNames(in *Input) (Verdict, string) {
 	if in.NodeName == "" {
 		return Skip, "requester is not a node; no names belong to it"
 	}
+	if in.Inventory != nil {
+		if _, ok := in.Inventory.NodeAddress(in.NodeName); !ok {
+			return Fail, fmt.Sprintf("node %s is not in the cluster spec, so no DNS name belongs to it", in.NodeName)
+		}
+	}
 	static, fromNode := allowedDNSNames(in)
-	var bad, undecided []string
+	var notOwn, problems, undecided []string
 	for _, n := range in.Request.DNSNames {
 		l := strings.ToLower(n)
 		switch {
 		case strings.Contains(l, "*"):
-			bad = append(bad, fmt.Sprintf("wildcard %q", n))
-		case static[l] || fromNode[l]:
-		case in.Node == nil || len(in.Node.Status.Addresses) == 0:
+			problems = append(problems, fmt.Sprintf("wildcard %q", n))
+		case isLocalhost(l):
+			problems = append(problems, fmt.Sprintf("%q is every machine's own name, never one node's", n))
+		case isServiceName(l):
+			problems = append(problems, fmt.Sprintf("%q is a name of the API server's Service default/kubernetes", n))
+		case static[l] && in.Inventory != nil:
+			// The inventory names the node.
+		case static[l]:
+			if in.Cluster == nil {
+				undecided = append(undecided, n)
+				continue
+			}
+			if claims := ownNameClaims(in); len(claims) > 0 {
+				if claimsNeedNode(in) {
+					undecided = append(undecided, n)
+					continue
+				}
+				problems = append(problems, fmt.Sprintf("%q, node %s's own name, collides with %s", n, in.NodeName, strings.Join(claims, " and ")))
+			}
+		case fromNode[l]:
+			if in.Cluster == nil {
+				undecided = append(undecided, n)
+				continue
+			}
+			if claims := statusNameClaims(in, l); len(claims) > 0 {
+				problems = append(problems, fmt.Sprintf("%q, which Node %s reports about itself, collides with %s", n, in.NodeName, strings.Join(claims, " and ")))
+			}
+		case in.Inventory == nil && (in.Node == nil || len(in.Node.Status.Addresses) == 0):
 			// The Node is not there, or has not reported its addresses
 			// yet: the answer can change.
 			undecided = append(undecided, n)
 		default:
-			bad = append(bad, fmt.Sprintf("%q", n))
+			notOwn = append(notOwn, fmt.Sprintf("%q", n))
 		}
 	}
-	if len(bad) > 0 {
-		return Fail, fmt.Sprintf("%s %s %s not belong to node %s (allowed: %s)", plural(len(bad), "DNS name", "DNS names"), strings.Join(bad, ", "), plural(len(bad), "does", "do"), in.NodeName, setString(static, fromNode))
+	if len(notOwn) > 0 {
+		source := "allowed"
+		if in.Inventory != nil {
+			source = "allowed by the cluster spec"
+		}
+		problems = append([]string{fmt.Sprintf("%s %s %s not belong to node %s (%s: %s)", plural(len(notOwn), "DNS name", "DNS names"), strings.Join(notOwn, ", "), plural(len(notOwn), "does", "do"), in.NodeName, source, setString(static, fromNode))}, problems...)
+	}
+	if len(problems) > 0 {
+		return Fail, strings.Join(problems, "; ")
 	}
 	if len(undecided) > 0 {
+		if in.ClusterErr != nil {
+			return Unknown, fmt.Sprintf("DNS names %q cannot be compared with the other Nodes and the API server: %v", undecided, in.ClusterErr)
+		}
+		if in.Cluster == nil && in.Node != nil && len(in.Node.Status.Addresses) > 0 {
+			return Unknown, fmt.Sprintf("DNS names %q were not compared with the other Nodes and the API server", undecided)
+		}
 		return Unknown, fmt.Sprintf("DNS names %q can only be checked against Node %s's addresses, which it has not reported yet", undecided, in.NodeName)
 	}
 	return Pass, ""
+}
+
+// claimsNeedNode reports whether the own name's collisions could vanish
+// once the Node is registered: the API server's names are allowed to a
+// control-plane Node, and until the Node is read its labels are unknown.
+// A collision with another Node's name stays.
+func claimsNeedNode(in *Input) bool {
+	return in.Node == nil && len(nodeNameClaims(in.NodeName, in.NodeName, in.Cluster)) == 0
 }
 
 // NormalizeIP turns any spelling of an address into its canonical netip form:
@@ -349,7 +429,8 @@ func checkIPAddresses(in *Input) (Verdict, string) {
 			allowed, source = nil, ""
 		}
 	}
-	var bad []string
+	var bad, collisions []string
+	compared := in.Inventory != nil || in.Cluster != nil
 	for _, raw := range ips {
 		a, ok := NormalizeIP(raw)
 		switch {
@@ -361,16 +442,33 @@ func checkIPAddresses(in *Input) (Verdict, string) {
 			// no inventory and no Node: decided below
 		case !allowed[a]:
 			bad = append(bad, spell(raw, a))
+		case in.Inventory == nil && in.Cluster != nil:
+			// The Node reports it about itself: it is the node's only
+			// when no other Node and not the API server claims it.
+			if claims := addrClaims(in, a); len(claims) > 0 {
+				collisions = append(collisions, fmt.Sprintf("%s, which Node %s reports about itself, is %s", spell(raw, a), in.NodeName, strings.Join(claims, " and ")))
+			}
 		}
 	}
-	if len(bad) > 0 {
-		if source == "" {
-			return Fail, fmt.Sprintf("%s %s can never belong to a node", plural(len(bad), "IP address", "IP addresses"), strings.Join(bad, ", "))
+	if len(bad) > 0 || len(collisions) > 0 {
+		var problems []string
+		switch {
+		case len(bad) == 0:
+		case source == "":
+			problems = append(problems, fmt.Sprintf("%s %s can never belong to a node", plural(len(bad), "IP address", "IP addresses"), strings.Join(bad, ", ")))
+		default:
+			problems = append(problems, fmt.Sprintf("%s %s %s not node %s's (allowed by %s: %s)", plural(len(bad), "IP address", "IP addresses"), strings.Join(bad, ", "), plural(len(bad), "is", "are"), in.NodeName, source, addrString(allowed)))
 		}
-		return Fail, fmt.Sprintf("%s %s %s not node %s's (allowed by %s: %s)", plural(len(bad), "IP address", "IP addresses"), strings.Join(bad, ", "), plural(len(bad), "is", "are"), in.NodeName, source, addrString(allowed))
+		return Fail, strings.Join(append(problems, collisions...), "; ")
 	}
 	if allowed == nil {
 		return Unknown, fmt.Sprintf("IP addresses can only be checked against Node %s's addresses, which it has not reported yet", in.NodeName)
+	}
+	if !compared {
+		if in.ClusterErr != nil {
+			return Unknown, fmt.Sprintf("IP addresses cannot be compared with the other Nodes and the API server: %v", in.ClusterErr)
+		}
+		return Unknown, "IP addresses were not compared with the other Nodes and the API server"
 	}
 	return Pass, ""
 }

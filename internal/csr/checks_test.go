@@ -23,6 +23,8 @@ func notFound(name string) error {
 }
 
 // input prepares c as Review would: node nil means "not registered".
+// Without an inventory the cluster view holds node alone: no other Node and
+// no API server name to collide with.
 func input(c csrObj, node *corev1.Node, inv Inventory) *Input {
 	in := Prepare(c.object())
 	if node != nil {
@@ -31,6 +33,12 @@ func input(c csrObj, node *corev1.Node, inv Inventory) *Input {
 		in.NodeErr = notFound(in.NodeName)
 	}
 	in.Inventory = inv
+	if inv == nil {
+		in.Cluster = &ClusterView{}
+		if node != nil {
+			in.Cluster.Nodes = []*corev1.Node{node}
+		}
+	}
 	return in
 }
 
@@ -287,8 +295,12 @@ func TestCheckExpiration(t *testing.T) {
 func TestChecksAreNamedAndDocumented(t *testing.T) {
 	seen := map[string]bool{}
 	for _, c := range Checks() {
-		if c.Name == "" || c.Doc == "" || c.Fn == nil {
-			t.Errorf("check %q lacks a name, doc or function", c.Name)
+		if c.Name == "" || c.Doc == "" || c.Summary == "" || c.Fn == nil {
+			t.Errorf("check %q lacks a name, summary, doc or function", c.Name)
+		}
+		// The help lists "  NAME(15) SUMMARY" in 80 columns.
+		if n := 2 + 15 + 1 + len(c.Summary); n > 80 || len(c.Name) > 15 {
+			t.Errorf("check %q: its help line is %d columns, more than 80", c.Name, n)
 		}
 		if seen[c.Name] {
 			t.Errorf("check %q listed twice", c.Name)

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -30,6 +31,10 @@ type ControllerOptions struct {
 	Options
 	// DryRun logs decisions without writing them.
 	DryRun bool
+	// Server is the URL the client connects to (rest.Config.Host); without
+	// an Inventory its host is one of the API server's names that no
+	// Node may claim (see DiscoverAPIServer).
+	Server string
 	// Workers process requests in parallel (default 2).
 	Workers int
 	// Logger receives one line per decision (default slog.Default()).
@@ -241,6 +246,26 @@ func (c *Controller) preflight(ctx context.Context) error {
 	}
 	if _, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 		return fmt.Errorf("listing Nodes: %w", err)
+	}
+	if c.opts.Inventory != nil {
+		return nil
+	}
+	// Without a spec, what a Node reports about itself is compared with
+	// every other Node (the informer's cache) and the API server's names,
+	// read once here.
+	api, warnings, err := DiscoverAPIServer(ctx, c.client, c.opts.Server)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		c.log.Warn(w)
+	}
+	c.opts.Cluster = func(context.Context) (*ClusterView, error) {
+		nodes, err := c.nodes.List(labels.Everything())
+		if err != nil {
+			return nil, fmt.Errorf("listing Nodes from the cache: %w", err)
+		}
+		return &ClusterView{Nodes: nodes, APIServer: api}, nil
 	}
 	return nil
 }

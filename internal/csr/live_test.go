@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/hybridctl/hybridctl/internal/spec"
 	"github.com/hybridctl/hybridctl/internal/testenv"
 )
 
@@ -56,6 +57,13 @@ func registerNode(t testing.TB, ctx context.Context, admin kubernetes.Interface,
 	if _, err := admin.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("setting Node %s addresses: %v", name, err)
 	}
+}
+
+// oneShot are the options `hybridctl csr approve` reviews with when no
+// spec is given: the other Nodes and the API server's names read through
+// the API.
+func oneShot(env *testenv.Env, admin kubernetes.Interface) Options {
+	return Options{Cluster: APIClusterView(admin, env.AdminConfig().Host)}
 }
 
 // decisionOf reads the decision back from the API's status.conditions.
@@ -286,9 +294,9 @@ func TestAdversarialCorpus(t *testing.T) {
 			continue
 		}
 		listed[c.Name] = true
-		opts := Options{}
+		opts := oneShot(env, admin)
 		if tc.spec {
-			opts.Inventory = corpusSpec
+			opts = Options{Inventory: corpusSpec}
 		}
 		rv := ReviewCSR(ctx, c, getNode, opts)
 		if _, err := ApplyWithRetry(ctx, admin, c, rv, opts); err != nil {
@@ -339,7 +347,7 @@ func TestNodeNotRegisteredYet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rv := ReviewCSR(ctx, c, APINodeGetter(admin), Options{})
+	rv := ReviewCSR(ctx, c, APINodeGetter(admin), oneShot(env, admin))
 	if rv.Decision != LeavePending {
 		t.Fatalf("decision %s (%q), want left-pending", rv.Decision, rv.Reasons())
 	}
@@ -350,8 +358,8 @@ func TestNodeNotRegisteredYet(t *testing.T) {
 		t.Fatalf("API shows %s (%s) for a request left pending", got, msg)
 	}
 	registerNode(t, ctx, admin, node, hostname(node), internalIP("192.168.10.31"))
-	rv = ReviewCSR(ctx, c, APINodeGetter(admin), Options{})
-	if _, err := ApplyWithRetry(ctx, admin, c, rv, Options{}); err != nil {
+	rv = ReviewCSR(ctx, c, APINodeGetter(admin), oneShot(env, admin))
+	if _, err := ApplyWithRetry(ctx, admin, c, rv, oneShot(env, admin)); err != nil {
 		t.Fatal(err)
 	}
 	if got, msg := decisionOf(t, ctx, admin, c.Name); got != Approve {
@@ -508,8 +516,17 @@ func TestInClusterApproverRBAC(t *testing.T) {
 	}
 	sa := clientFor(t, saCfg)
 
-	// The whole controller runs with nothing but these permissions.
-	d := startController(t, sa, ControllerOptions{Workers: 1})
+	// The whole controller runs with nothing but these permissions, and
+	// the spec the Deployment is given (-f).
+	parsed := spec.Parse("lab.yaml", lab)
+	if err := parsed.Err(); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := InventoryFromSpec(parsed.Cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := startController(t, sa, ControllerOptions{Options: Options{Inventory: inv}, Workers: 1})
 	if _, err := asNode(t, env, "k8s-lab-node-1").CertificatesV1().CertificateSigningRequests().Create(ctx,
 		corpusCase{req: nodeReq("k8s-lab-node-1", "192.168.10.24")}.object(t, "rbac-serving"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -591,11 +608,11 @@ func TestApplyWithRetryOnConflict(t *testing.T) {
 	if _, err := csrs.Update(ctx, fresh, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rv := ReviewCSR(ctx, stale, getNode, Options{})
+	rv := ReviewCSR(ctx, stale, getNode, oneShot(env, admin))
 	if _, err := Apply(ctx, admin, stale, rv); !apierrors.IsConflict(err) {
 		t.Fatalf("writing with the stale object: %v, want a conflict (else this test proves nothing)", err)
 	}
-	if _, err := ApplyWithRetry(ctx, admin, stale, rv, Options{}); err != nil {
+	if _, err := ApplyWithRetry(ctx, admin, stale, rv, oneShot(env, admin)); err != nil {
 		t.Fatalf("after a label change: %v", err)
 	}
 	if got, msg := decisionOf(t, ctx, admin, stale.Name); got != Approve {
@@ -612,8 +629,8 @@ func TestApplyWithRetryOnConflict(t *testing.T) {
 	if _, err := csrs.UpdateApproval(ctx, other.Name, other, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rv = ReviewCSR(ctx, stale, getNode, Options{})
-	if _, err := ApplyWithRetry(ctx, admin, stale, rv, Options{}); err == nil || !strings.Contains(err.Error(), "decided by someone else") {
+	rv = ReviewCSR(ctx, stale, getNode, oneShot(env, admin))
+	if _, err := ApplyWithRetry(ctx, admin, stale, rv, oneShot(env, admin)); err == nil || !strings.Contains(err.Error(), "decided by someone else") {
 		t.Fatalf("CSR denied by someone else meanwhile: %v", err)
 	}
 	if got, msg := decisionOf(t, ctx, admin, stale.Name); got != Deny || !strings.HasPrefix(msg, "SomeoneElse") {
@@ -648,7 +665,7 @@ func TestApplyWithRetryDisagreeingReview(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rv := ReviewCSR(ctx, stale, getNode, Options{})
+	rv := ReviewCSR(ctx, stale, getNode, oneShot(env, admin))
 	if rv.Decision != Approve {
 		t.Fatalf("first review: %s %v, want approve (else this test proves nothing)", rv.Decision, rv.Reasons())
 	}
@@ -668,7 +685,7 @@ func TestApplyWithRetryDisagreeingReview(t *testing.T) {
 	}
 	// The first review's getter cached the Node as it was: the retry must
 	// read the Node again.
-	out, err := ApplyWithRetry(ctx, admin, stale, rv, Options{})
+	out, err := ApplyWithRetry(ctx, admin, stale, rv, oneShot(env, admin))
 	if err == nil || !strings.Contains(err.Error(), "changed while it was reviewed; it would now be denied") {
 		t.Fatalf("want the disagreement reported, got %v", err)
 	}

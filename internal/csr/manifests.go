@@ -45,7 +45,13 @@ type InCluster struct {
 	ClusterSpec        *corev1.ConfigMap
 	ClusterRole        *rbacv1.ClusterRole
 	ClusterRoleBinding *rbacv1.ClusterRoleBinding
-	Deployment         *appsv1.Deployment
+	// Roles and RoleBindings let an approver without a spec read the API
+	// server's names (DiscoverAPIServer): get on ConfigMap
+	// kube-system/kubeadm-config and on Service default/kubernetes, nothing
+	// else. Empty when a spec is given: it alone names the nodes then.
+	Roles        []*rbacv1.Role
+	RoleBindings []*rbacv1.RoleBinding
+	Deployment   *appsv1.Deployment
 }
 
 // Objects returns the objects in the order they must be created.
@@ -54,7 +60,11 @@ func (o *InCluster) Objects() []runtime.Object {
 	if o.ClusterSpec != nil {
 		objs = append(objs, o.ClusterSpec)
 	}
-	return append(objs, o.ClusterRole, o.ClusterRoleBinding, o.Deployment)
+	objs = append(objs, o.ClusterRole, o.ClusterRoleBinding)
+	for i := range o.Roles {
+		objs = append(objs, o.Roles[i], o.RoleBindings[i])
+	}
+	return append(objs, o.Deployment)
 }
 
 // YAML renders the objects as one multi-document YAML stream.
@@ -83,6 +93,16 @@ func ApproverRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{certv1.GroupName}, Resources: []string{"certificatesigningrequests/approval"}, Verbs: []string{"update"}},
 		{APIGroups: []string{certv1.GroupName}, Resources: []string{"signers"}, ResourceNames: []string{SignerName}, Verbs: []string{"approve"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
+	}
+}
+
+// APIServerNameRules are the rules, one namespace each, that let the
+// approver read the API server's names without a spec: the kubeadm-config
+// ConfigMap and the kubernetes Service, by name, get only.
+func APIServerNameRules() map[string][]rbacv1.PolicyRule {
+	return map[string][]rbacv1.PolicyRule{
+		KubeadmConfigNamespace: {{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{KubeadmConfigName}, Verbs: []string{"get"}}},
+		APIServiceNamespace:    {{APIGroups: []string{""}, Resources: []string{"services"}, ResourceNames: []string{APIServiceName}, Verbs: []string{"get"}}},
 	}
 }
 
@@ -194,6 +214,22 @@ func InClusterApprover(opts DeployOptions) (*InCluster, error) {
 				},
 			},
 		},
+	}
+	if len(opts.ClusterSpec) == 0 {
+		rules := APIServerNameRules()
+		for _, roleNS := range []string{KubeadmConfigNamespace, APIServiceNamespace} {
+			o.Roles = append(o.Roles, &rbacv1.Role{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+				ObjectMeta: meta(roleNS),
+				Rules:      rules[roleNS],
+			})
+			o.RoleBindings = append(o.RoleBindings, &rbacv1.RoleBinding{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+				ObjectMeta: meta(roleNS),
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}},
+			})
+		}
 	}
 	if len(opts.ClusterSpec) > 0 {
 		o.ClusterSpec = &corev1.ConfigMap{

@@ -92,7 +92,16 @@ func TestCheckImage(t *testing.T) {
 // TestApproverRulesLeastPrivilege pins the rules: approve only on the
 // kubelet-serving signer, no wildcard anywhere, no write on CSRs themselves.
 func TestApproverRulesLeastPrivilege(t *testing.T) {
-	for _, r := range ApproverRules() {
+	rules := ApproverRules()
+	for ns, nsRules := range APIServerNameRules() {
+		for _, r := range nsRules {
+			if !slices.Equal(r.Verbs, []string{"get"}) || len(r.ResourceNames) != 1 {
+				t.Errorf("namespace %s: rule %+v grants more than get on one named object", ns, r)
+			}
+		}
+		rules = append(rules, nsRules...)
+	}
+	for _, r := range rules {
 		for _, list := range [][]string{r.APIGroups, r.Resources, r.Verbs, r.ResourceNames} {
 			if slices.Contains(list, "*") {
 				t.Errorf("rule %+v has a wildcard", r)

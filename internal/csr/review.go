@@ -14,6 +14,7 @@
 package csr
 
 import (
+	"context"
 	"crypto/x509"
 	"fmt"
 	"net/netip"
@@ -70,6 +71,39 @@ func (s StaticInventory) NodeAddress(name string) (netip.Addr, bool) {
 // DNSSuffix implements Inventory.
 func (s StaticInventory) DNSSuffix() string { return s.Suffix }
 
+// ClusterView is what a Node's own report is compared with when no inventory
+// is given. A kubelet may rewrite its own Node's status.addresses, so a name
+// or address found there is the node's only when no other node and not the
+// API server claims it.
+type ClusterView struct {
+	// Nodes are the registered Nodes; the requester's own is ignored.
+	Nodes []*corev1.Node
+	// APIServer are the API server's names and addresses as its clients
+	// know them.
+	APIServer []Endpoint
+	// Warnings say what could not be read (for example a ConfigMap the
+	// identity may not get): the comparison is then with less.
+	Warnings []string
+}
+
+// Endpoint is one name or address of the API server.
+type Endpoint struct {
+	// Host is a DNS name or an IP address.
+	Host string
+	// Source says where it was learnt, for the reason of a refusal.
+	Source string
+	// ControlPlane is true when the API server may be reached at a
+	// control-plane node's own name or address (its advertise address, a
+	// controlPlaneEndpoint naming the only control-plane node): a Node
+	// labelled node-role.kubernetes.io/control-plane, a label no kubelet can
+	// set (NodeRestriction), may then carry it. False for the kubernetes
+	// Service's ClusterIPs, which are never a node's.
+	ControlPlane bool
+}
+
+// ClusterGetter returns the ClusterView a review compares with.
+type ClusterGetter func(ctx context.Context) (*ClusterView, error)
+
 // Input is everything a check may look at. Review fills the parsed fields.
 type Input struct {
 	CSR *certv1.CertificateSigningRequest
@@ -92,6 +126,13 @@ type Input struct {
 
 	// Inventory is the cluster spec; nil when none was given.
 	Inventory Inventory
+	// Cluster is what the names and addresses the Node reports about
+	// itself are compared with when there is no Inventory; nil with a nil
+	// ClusterErr when it was not looked up (those names and addresses are
+	// then undecided).
+	Cluster *ClusterView
+	// ClusterErr is the error reading Cluster.
+	ClusterErr error
 	// MaxExpiration caps spec.expirationSeconds (0 means DefaultMaxExpiration).
 	MaxExpiration time.Duration
 }
@@ -231,8 +272,11 @@ func Evaluate(in *Input) *Review {
 		r.Results = append(r.Results, Result{Check: c.Name, Verdict: v, Message: msg})
 	}
 	r.Decision = Decide(r.Results)
-	if in.NodeErr != nil && !IsNodeNotFound(in.NodeErr) {
+	switch {
+	case in.NodeErr != nil && !IsNodeNotFound(in.NodeErr):
 		r.APIError = in.NodeErr
+	case in.ClusterErr != nil:
+		r.APIError = in.ClusterErr
 	}
 	return r
 }

@@ -110,6 +110,8 @@ func FuzzReview(f *testing.F) {
 	f.Add([]byte("-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n"))
 	f.Add([]byte("-----BEGIN CERTIFICATE REQUEST-----\nProc-Type: 4,ENCRYPTED\n\nAAAA\n-----END CERTIFICATE REQUEST-----\n"))
 	f.Add([]byte{})
+	f.Add(req{cn: "system:node:" + n1, org: []string{NodesGroup}, dns: []string{n1, "K8S-LAB-API.example.com", "k8s-lab-node-2.example.com", "node-1.internal.example.com"},
+		ips: []string{"192.168.10.24", "192.168.10.26", "10.96.0.1"}}.build(f))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := input(fromNode(n1, data), n1Node, labInventory)
 		rv := Evaluate(in)
@@ -128,6 +130,36 @@ func FuzzReview(f *testing.F) {
 			for _, d := range in.Request.DNSNames {
 				if l := strings.ToLower(d); l != n1 && l != n1+".example.com" {
 					t.Fatalf("approved foreign DNS name %q", d)
+				}
+			}
+		}
+		// Without a spec, from a node that lists the API server's and
+		// another node's names and addresses in its own status: none of
+		// them is ever approved.
+		in = Prepare(fromNode(n1, data).object())
+		in.Node, in.Cluster = thief, labView(thief)
+		rv = Evaluate(in)
+		if rv.Decision != Approve {
+			return
+		}
+		for _, ip := range in.Request.IPAddresses {
+			if a, _ := NormalizeIP(ip); a.String() != "192.168.10.24" && a.String() != "192.168.10.27" {
+				t.Fatalf("approved, without a spec, the IP %s", ip)
+			}
+		}
+		for _, d := range in.Request.DNSNames {
+			l := normName(d)
+			if isServiceName(l) || isLocalhost(l) {
+				t.Fatalf("approved the name %q", d)
+			}
+			for _, e := range in.Cluster.APIServer {
+				if namesCollide(l, normName(e.Host)) {
+					t.Fatalf("approved the API server's name %q", d)
+				}
+			}
+			for _, o := range in.Cluster.Nodes {
+				if o.Name != n1 && namesCollide(l, o.Name) {
+					t.Fatalf("approved Node %s's name %q", o.Name, d)
 				}
 			}
 		}

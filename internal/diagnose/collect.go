@@ -6,35 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/hybridctl/hybridctl/internal/atomicfile"
+	"github.com/hybridctl/hybridctl/internal/redact"
 )
 
-// Redactions are applied to every file --collect writes: PEM blocks (keys,
-// certificates), JSON Web Tokens (ServiceAccount tokens), kubeadm bootstrap
-// tokens, kubeconfig *-data fields and key=value / "key": "value" pairs
-// whose key names a secret.
-var redactions = []struct {
-	re   *regexp.Regexp
-	with string
-}{
-	{regexp.MustCompile(`(?s)-----BEGIN [A-Z0-9 ]+-----.*?-----END [A-Z0-9 ]+-----`), "<redacted PEM block>"},
-	{regexp.MustCompile(`eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]+`), "<redacted JWT>"},
-	{regexp.MustCompile(`\b[a-z0-9]{6}\.[a-z0-9]{16}\b`), "<redacted bootstrap token>"},
-	{regexp.MustCompile(`(?i)("?[a-z-]*(?:key|token|certificate|cert)-data"?\s*:\s*)"?[A-Za-z0-9+/=_.-]+"?`), "${1}<redacted>"},
-	{regexp.MustCompile(`(?i)("(?:[a-z_]*token|password|passwd|secret|auth|identitytoken|registrytoken|client_secret)"\s*:\s*)"(?:[^"\\]|\\.)*"`), `${1}"<redacted>"`},
-	{regexp.MustCompile(`(?i)\b((?:[a-z_-]*token|password|passwd|secret|bearer)\s*[=:]\s*|bearer\s+)[^\s"',;]+`), "${1}<redacted>"},
-}
-
-// Redact removes secrets from collected output.
-func Redact(b []byte) []byte {
-	for _, r := range redactions {
-		b = r.re.ReplaceAll(b, []byte(r.with))
-	}
-	return b
-}
+// Redact removes secrets from collected output: redact's ordered table
+// of patterns (docs/node.md lists what is and is not redacted).
+func Redact(b []byte) []byte { return redact.Bytes(b) }
 
 // Collect writes every reached node's raw outputs under dir/NODE/ and the
 // run's report as dir/findings.json: directories 0700, files 0600, each

@@ -1,13 +1,14 @@
 package diagnose
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/hybridctl/hybridctl/internal/checks"
+	"github.com/hybridctl/hybridctl/internal/redact"
 	"github.com/hybridctl/hybridctl/internal/report"
+	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
 // Summary counts a run.
@@ -67,19 +68,17 @@ func WriteJSON(w io.Writer, r *Result) error {
 		out.Nodes = []NodeResult{}
 	}
 	for _, f := range r.Findings {
-		ev := f.Evidence
-		if ev == nil {
-			ev = []string{}
+		ev := []string{}
+		for _, e := range f.Evidence {
+			ev = append(ev, redact.String(e))
 		}
 		out.Findings = append(out.Findings, finding{Check: f.Check, Name: f.Name, Severity: f.Severity, Node: f.Node,
-			Object: object{APIVersion: "v1", Kind: "Node", Name: f.Node}, Message: f.Message, Fix: f.Fix, Evidence: ev})
+			Object: object{APIVersion: "v1", Kind: "Node", Name: f.Node}, Message: redact.String(f.Message), Fix: f.Fix, Evidence: ev})
 	}
 	for _, s := range r.Skipped {
 		out.Skipped = append(out.Skipped, skipped{Check: s.Check, Name: s.Name, Node: s.Node, Reason: s.Reason})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return termtext.EncodeJSON(w, out)
 }
 
 // WriteTable writes the findings grouped by severity, as doctor does, each
@@ -99,26 +98,26 @@ func WriteTable(w io.Writer, r *Result) error {
 		}
 		fmt.Fprintf(&b, "%s (%d)\n", strings.ToUpper(string(sev)), len(fs))
 		for _, f := range fs {
-			fmt.Fprintf(&b, "  %s %s  Node %s\n", f.Check, f.Name, f.Node)
-			fmt.Fprintf(&b, "      %s\n", f.Message)
+			fmt.Fprintf(&b, "  %s %s  Node %s\n", f.Check, f.Name, termtext.Line(f.Node))
+			fmt.Fprintf(&b, "      %s\n", termtext.Line(redact.String(f.Message)))
 			for _, e := range f.Evidence {
-				fmt.Fprintf(&b, "        %s\n", e)
+				fmt.Fprintf(&b, "        %s\n", termtext.Line(redact.String(e)))
 			}
-			fmt.Fprintf(&b, "      fix: %s\n", f.Fix)
+			fmt.Fprintf(&b, "      fix: %s\n", termtext.Line(f.Fix))
 		}
 		b.WriteString("\n")
 	}
 	if len(r.Skipped) > 0 {
 		fmt.Fprintf(&b, "SKIPPED (%d)\n", len(r.Skipped))
 		for _, s := range r.Skipped {
-			fmt.Fprintf(&b, "  %s %s  Node %s: %s\n", s.Check, s.Name, s.Node, s.Reason)
+			fmt.Fprintf(&b, "  %s %s  Node %s: %s\n", s.Check, s.Name, termtext.Line(s.Node), termtext.Line(s.Reason))
 		}
 		b.WriteString("\n")
 	}
 	if un := r.Unreached(); len(un) > 0 {
 		fmt.Fprintf(&b, "NOT REACHED (%d)\n", len(un))
 		for _, n := range un {
-			fmt.Fprintf(&b, "  %s: %s\n", n.Name, n.Error)
+			fmt.Fprintf(&b, "  %s: %s\n", termtext.Line(n.Name), termtext.Line(n.Error))
 		}
 		b.WriteString("\n")
 	}
@@ -128,7 +127,7 @@ func WriteTable(w io.Writer, r *Result) error {
 	}
 	overlay := ""
 	if r.Source != "" {
-		overlay = "; overlay from " + r.Source
+		overlay = "; overlay from " + termtext.Line(r.Source)
 	}
 	fmt.Fprintf(&b, "%s, %s, %d info; %s on %s, %d skipped, %d not reached%s\n",
 		report.Plural(s.Errors, "error"), report.Plural(s.Warnings, "warning"), s.Info, report.Plural(s.Checks, "check"),

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 	api "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -136,6 +137,13 @@ func ParseSource(name string, data []byte, opts SourceOptions) (*Source, error) 
 		return nil, newErr(KindInvalid, fmt.Sprintf("%s: current-context %q is not defined in the file", name, ctxName), nil)
 	}
 	src.Context = ctxName
+	if c.Namespace != "" {
+		// The namespace is the one field of the context that is kept as it
+		// is, and kubeconfig list shows it: a namespace is a DNS label.
+		if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
+			return nil, newErr(KindInvalid, fmt.Sprintf("%s: context %q: namespace %q is not a namespace name: %s", name, ctxName, c.Namespace, strings.Join(msgs, "; ")), nil)
+		}
+	}
 	src.Namespace = c.Namespace
 	src.ClusterName, src.UserName = c.Cluster, c.AuthInfo
 	cl, ok := cfg.Clusters[c.Cluster]

@@ -43,6 +43,12 @@ func TestParseSourceErrors(t *testing.T) {
 		{"bad base64", strings.Replace(good, b64(key), "\"not*base64\"", 1), "", KindInvalid, "not a valid kubeconfig"},
 		// client-go's message for this dumps every user, keys included.
 		{"duplicate user", good + "- name: kubernetes-admin\n  user:\n    " + user + "\n", "", KindInvalid, `duplicate name "kubernetes-admin"`},
+		// The namespace is kept as it is and shown by list: a DNS label,
+		// never a terminal escape.
+		{"namespace with escapes", withNamespace(good, `"a\e[1A\e[2K\e]52;c;ZXZpbA==\a"`), "", KindInvalid, `context "kubernetes-admin@kubernetes": namespace "a\x1b[1A\x1b[2K\x1b]52;c;ZXZpbA==\a" is not a namespace name`},
+		{"namespace upper case", withNamespace(good, "Team-B"), "", KindInvalid, `namespace "Team-B" is not a namespace name: a lowercase RFC 1123 label`},
+		{"namespace of 64", withNamespace(good, strings.Repeat("a", 64)), "", KindInvalid, "must be no more than 63 characters"},
+		{"namespace with a dot", withNamespace(good, "team.b"), "", KindInvalid, `namespace "team.b"`},
 		{"missing CA file", strings.Replace(good, "certificate-authority-data: "+b64(ca.CertPEM), "certificate-authority: pki/nope.crt", 1), "", KindIO, "certificate-authority"},
 	}
 	for _, tc := range tests {
@@ -63,6 +69,26 @@ func TestParseSourceErrors(t *testing.T) {
 			}
 			assertNoSecrets(t, msg, key, otherKey)
 		})
+	}
+}
+
+// withNamespace gives the context of an admin.conf the namespace ns (YAML).
+func withNamespace(conf, ns string) string {
+	return strings.Replace(conf, "    cluster: kubernetes\n", "    cluster: kubernetes\n    namespace: "+ns+"\n", 1)
+}
+
+// TestParseSourceNamespace: the near misses of the namespace check pass.
+func TestParseSourceNamespace(t *testing.T) {
+	ca := kt.NewCA(t, "kubernetes")
+	cert, key := ca.Issue(t, "kubernetes-admin", []string{"kubeadm:cluster-admins"})
+	good := string(kt.AdminConf("https://10.0.0.1:6443", ca.CertPEM, cert, key))
+	for _, ns := range []string{"team-b", strings.Repeat("a", 63), "0a", "kube-system"} {
+		src, err := ParseSource("admin.conf", []byte(withNamespace(good, ns)), SourceOptions{})
+		if err != nil {
+			t.Errorf("namespace %q: %v", ns, err)
+		} else if src.Namespace != ns {
+			t.Errorf("namespace %q kept as %q", ns, src.Namespace)
+		}
 	}
 }
 

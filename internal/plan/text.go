@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/hybridctl/hybridctl/internal/termcolor"
+	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
 // WriteText writes the plan for people: nodes, networks, overlay, ports,
@@ -18,7 +19,10 @@ func (p *Plan) WriteText(w io.Writer) error {
 // WriteTextColor is WriteText with the warnings painted by pal.
 func (p *Plan) WriteTextColor(w io.Writer, pal termcolor.Palette) error {
 	ew := &errWriter{w: w}
-	ew.printf("Cluster %s: Kubernetes %s, API %s\n\n", p.Cluster, p.KubernetesVersion, p.ControlPlaneEndpoint)
+	// Every value comes from the spec: escaped (termtext.Line), so that
+	// nothing in it acts on the terminal or breaks a table's rows.
+	e := termtext.Line
+	ew.printf("Cluster %s: Kubernetes %s, API %s\n\n", e(p.Cluster), e(p.KubernetesVersion), e(p.ControlPlaneEndpoint))
 
 	ew.printf("NODES\n")
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
@@ -32,45 +36,45 @@ func (p *Plan) WriteTextColor(w io.Writer, pal termcolor.Palette) error {
 		for _, t := range n.Taints {
 			taints = append(taints, t.String())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", n.Name, n.Role, osName, n.Address, n.MaxPods,
-			dash(n.RuntimeClass), dash(strings.Join(taints, ",")))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e(n.Name), e(n.Role), e(osName), e(n.Address), n.MaxPods,
+			e(dash(n.RuntimeClass)), e(dash(strings.Join(taints, ","))))
 	}
 	_ = tw.Flush()
 
 	ew.printf("\nNETWORKS\n")
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	nn := p.NodeNetwork
-	fmt.Fprintf(tw, "nodes\t%s, gateway %s, DNS %s, NTP %s, MTU %d\n", nn.CIDR, nn.Gateway,
-		dash(strings.Join(nn.DNSServers, " ")), dash(strings.Join(nn.NTPServers, " ")), nn.MTU)
+	fmt.Fprintf(tw, "nodes\t%s, gateway %s, DNS %s, NTP %s, MTU %d\n", e(nn.CIDR), e(nn.Gateway),
+		e(dash(strings.Join(nn.DNSServers, " "))), e(dash(strings.Join(nn.NTPServers, " "))), nn.MTU)
 	pn := p.PodNetwork
 	nat := "NAT outgoing"
 	if !pn.NATOutgoing {
 		nat = "no NAT outgoing"
 	}
 	fmt.Fprintf(tw, "pods\t%s: %d blocks of /%d, %d addresses each (max %d pods on a Windows node); %s\n",
-		pn.CIDR, pn.Blocks, pn.BlockSize, pn.AddressesPerBlock, pn.WindowsMaxPods, nat)
+		e(pn.CIDR), pn.Blocks, pn.BlockSize, pn.AddressesPerBlock, pn.WindowsMaxPods, nat)
 	fmt.Fprintf(tw, "services\t%s: API service IP %s, DNS service IP %s, domain %s\n",
-		p.ServiceNetwork.CIDR, p.APIServer.ServiceIP, p.DNSServiceIP, p.DNSDomain)
+		e(p.ServiceNetwork.CIDR), e(p.APIServer.ServiceIP), e(p.DNSServiceIP), e(p.DNSDomain))
 	if p.VXLAN.Enabled {
 		fmt.Fprintf(tw, "overlay\tVXLAN, VNI %d, UDP %d, pod MTU %d (node MTU %d - %d)\n", p.VXLAN.VNI, p.VXLAN.Port, p.VXLAN.PodMTU, p.VXLAN.NodeMTU, VXLANOverhead)
 	} else {
-		fmt.Fprintf(tw, "overlay\t%s, pod MTU %d\n", p.Calico.Encapsulation, p.VXLAN.PodMTU)
+		fmt.Fprintf(tw, "overlay\t%s, pod MTU %d\n", e(p.Calico.Encapsulation), p.VXLAN.PodMTU)
 	}
 	c := p.Calico
 	win := ""
 	if c.WindowsDataplane != "" {
 		win = ", Windows dataplane " + c.WindowsDataplane
 	}
-	fmt.Fprintf(tw, "Calico\t%s (Tigera operator), Linux dataplane %s%s, BGP %s, IP pool %s\n", c.Version, c.LinuxDataplane, win, c.BGP, c.IPPoolName)
-	fmt.Fprintf(tw, "\tCRDs: %s (%s)\n", c.CRDManifest, c.CRDMode)
+	fmt.Fprintf(tw, "Calico\t%s (Tigera operator), Linux dataplane %s%s, BGP %s, IP pool %s\n", e(c.Version), e(c.LinuxDataplane), e(win), e(c.BGP), e(c.IPPoolName))
+	fmt.Fprintf(tw, "\tCRDs: %s (%s)\n", e(c.CRDManifest), e(c.CRDMode))
 	kp := fmt.Sprintf("%s on Linux", p.KubeProxy.LinuxMode)
 	if p.KubeProxy.WindowsMode != "" {
 		kp += fmt.Sprintf("; %s (winkernel) on Windows, image %s", p.KubeProxy.WindowsMode, p.KubeProxy.WindowsImage)
 	}
-	fmt.Fprintf(tw, "kube-proxy\t%s\n", kp)
-	fmt.Fprintf(tw, "versions\tKubernetes %s, containerd %s, crictl %s\n", p.Versions.Kubernetes, p.Versions.Containerd, p.Versions.Crictl)
+	fmt.Fprintf(tw, "kube-proxy\t%s\n", e(kp))
+	fmt.Fprintf(tw, "versions\tKubernetes %s, containerd %s, crictl %s\n", e(p.Versions.Kubernetes), e(p.Versions.Containerd), e(p.Versions.Crictl))
 	for _, a := range p.Addons {
-		fmt.Fprintf(tw, "add-on\t%s %s\n", a.Name, a.Version)
+		fmt.Fprintf(tw, "add-on\t%s %s\n", e(a.Name), e(a.Version))
 	}
 	_ = tw.Flush()
 
@@ -79,7 +83,7 @@ func (p *Plan) WriteTextColor(w io.Writer, pal termcolor.Palette) error {
 		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tHANDLER\tBUILD\tIMAGES\tNODES")
 		for _, rc := range p.RuntimeClasses {
-			fmt.Fprintf(tw, "%s\t%s\t%s (%s)\t%s\t%s\n", rc.Name, rc.Handler, rc.Build, rc.Release, rc.ImageTag, strings.Join(rc.Nodes, ","))
+			fmt.Fprintf(tw, "%s\t%s\t%s (%s)\t%s\t%s\n", e(rc.Name), e(rc.Handler), e(rc.Build), e(rc.Release), e(rc.ImageTag), e(strings.Join(rc.Nodes, ",")))
 		}
 		_ = tw.Flush()
 	}
@@ -92,7 +96,7 @@ func (p *Plan) WriteTextColor(w io.Writer, pal termcolor.Palette) error {
 		if pt.Optional {
 			purpose += " (optional)"
 		}
-		fmt.Fprintf(tw, "%d/%s\t%s\t%s\t%s\n", pt.Port, pt.Protocol, pt.On, pt.From, purpose)
+		fmt.Fprintf(tw, "%d/%s\t%s\t%s\t%s\n", pt.Port, e(pt.Protocol), e(pt.On), e(pt.From), e(purpose))
 	}
 	_ = tw.Flush()
 	if p.Calico.BGP != "Enabled" {
@@ -102,18 +106,18 @@ func (p *Plan) WriteTextColor(w io.Writer, pal termcolor.Palette) error {
 	ew.printf("\nDNS RECORDS\n")
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	for _, r := range p.DNSRecords {
-		fmt.Fprintf(tw, "%s.\t%s\t%s\t; %s\n", r.Name, r.Type, r.Address, r.Purpose)
+		fmt.Fprintf(tw, "%s.\t%s\t%s\t; %s\n", e(r.Name), e(r.Type), e(r.Address), e(r.Purpose))
 	}
 	_ = tw.Flush()
 
 	ew.printf("\nIMAGES")
 	if p.Registry != nil {
-		ew.printf(" (all from %s)", p.Registry.Prefix)
+		ew.printf(" (all from %s)", e(p.Registry.Prefix))
 	}
 	ew.printf("\n")
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	for _, im := range p.Images {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", im.Name, im.OS, im.Image)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", e(im.Name), e(im.OS), e(im.Image))
 	}
 	_ = tw.Flush()
 
@@ -123,10 +127,10 @@ func (p *Plan) WriteTextColor(w io.Writer, pal termcolor.Palette) error {
 		ew.printf("\n%s\n", pal.Severity("warning", "WARNINGS"))
 	}
 	for _, wn := range p.Warnings {
-		ew.printf("- %s: %s [%s]\n", wn.Path, wn.Message, pal.Severity("warning", wn.Check))
+		ew.printf("- %s: %s [%s]\n", e(wn.Path), e(wn.Message), pal.Severity("warning", wn.Check))
 	}
 
-	ew.printf("\nTOPOLOGY\n%s", p.Diagram())
+	ew.printf("\nTOPOLOGY\n%s", termtext.Text(p.Diagram()))
 	return ew.err
 }
 

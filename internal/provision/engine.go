@@ -39,7 +39,8 @@ type Options struct {
 	Concurrency int
 	// Reporter receives progress events; nil discards them.
 	Reporter Reporter
-	// Redactor scrubs secrets from every event; nil scrubs nothing.
+	// Redactor scrubs the secrets it knows from every event; nil knows
+	// none (redact's patterns are applied to host output either way).
 	Redactor *Redactor
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
 // EventType says what happened to a step (a phase on a host).
@@ -76,9 +78,10 @@ type JSONReporter struct {
 	enc *json.Encoder
 }
 
-// NewJSONReporter returns a reporter writing JSON lines to w.
+// NewJSONReporter returns a reporter writing JSON lines to w, with the
+// control characters encoding/json leaves raw escaped (termtext.JSON).
 func NewJSONReporter(w io.Writer) *JSONReporter {
-	return &JSONReporter{enc: json.NewEncoder(w)}
+	return &JSONReporter{enc: json.NewEncoder(termtext.JSONLines(w))}
 }
 
 // Report implements Reporter.
@@ -92,7 +95,9 @@ func (r *JSONReporter) Report(e Event) {
 //
 //	[  12.3s] kubeadm-init        k8s-lab-master-1   done in 41.2s
 //
-// A failed step's command output follows its line, indented.
+// A failed step's command output follows its line, indented. Names,
+// reasons, errors, actions and output are escaped (termtext.Line, line by
+// line): they come from the spec, the nodes and the commands run there.
 type TextReporter struct {
 	mu sync.Mutex
 	w  io.Writer
@@ -137,38 +142,47 @@ func (r *TextReporter) Report(e Event) {
 		r.write(b.String())
 		return
 	}
-	fmt.Fprintf(&b, "%s%-*s  %-*s  ", stamp, r.PhaseWidth, e.Phase, r.HostWidth, e.Host)
+	fmt.Fprintf(&b, "%s%-*s  %-*s  ", stamp, r.PhaseWidth, termtext.Line(e.Phase), r.HostWidth, termtext.Line(e.Host))
 	switch e.Type {
 	case EventStart:
 		b.WriteString("started")
 	case EventDone:
 		fmt.Fprintf(&b, "done in %s", roundDur(e.ElapsedMS))
 	case EventSkip:
-		fmt.Fprintf(&b, "skipped: %s", e.Reason)
+		fmt.Fprintf(&b, "skipped: %s", termtext.Line(e.Reason))
 	case EventFail:
-		fmt.Fprintf(&b, "FAILED after %s: %s", roundDur(e.ElapsedMS), e.Error)
+		fmt.Fprintf(&b, "FAILED after %s: %s", roundDur(e.ElapsedMS), termtext.Line(e.Error))
 	case EventBlocked:
-		fmt.Fprintf(&b, "not run: %s", e.Reason)
+		fmt.Fprintf(&b, "not run: %s", termtext.Line(e.Reason))
 	case EventDryRun:
 		b.WriteString("would:")
 	case EventWarning:
-		fmt.Fprintf(&b, "warning: %s", e.Reason)
+		fmt.Fprintf(&b, "warning: %s", termtext.Line(e.Reason))
 	default:
 		b.WriteString(string(e.Type))
 	}
 	b.WriteByte('\n')
 	indent := strings.Repeat(" ", 10)
 	for _, a := range e.Actions {
-		for _, l := range strings.Split(strings.TrimRight(a, "\n"), "\n") {
+		for _, l := range outputLines(a) {
 			fmt.Fprintf(&b, "%s  %s\n", indent, l)
 		}
 	}
 	if e.Output != "" {
-		for _, l := range strings.Split(strings.TrimRight(e.Output, "\n"), "\n") {
+		for _, l := range outputLines(e.Output) {
 			fmt.Fprintf(&b, "%s| %s\n", indent, l)
 		}
 	}
 	r.write(b.String())
+}
+
+// outputLines are the lines of s (LF or CRLF), each escaped.
+func outputLines(s string) []string {
+	lines := strings.Split(strings.TrimRight(s, "\r\n"), "\n")
+	for i, l := range lines {
+		lines[i] = termtext.Line(strings.TrimSuffix(l, "\r"))
+	}
+	return lines
 }
 
 func (r *TextReporter) write(s string) {

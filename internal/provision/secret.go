@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/hybridctl/hybridctl/internal/redact"
 )
 
 // Redacted is what a secret prints as.
@@ -136,14 +138,17 @@ func (r *Redactor) Redact(s string) string {
 	return b.String()
 }
 
-// redactEvent redacts every free-text field of e.
+// redactEvent redacts every free-text field of e: the known secrets
+// everywhere, and the secrets that redact's table finds by their form in
+// what came from the hosts (output, errors, reasons). Dry-run actions are
+// hybridctl's own commands: only the known secrets are taken out of them.
 func (r *Redactor) redactEvent(e Event) Event {
+	e.Reason = redact.String(r.Redact(e.Reason))
+	e.Error = redact.String(r.Redact(e.Error))
+	e.Output = redact.String(r.Redact(e.Output))
 	if r == nil {
 		return e
 	}
-	e.Reason = r.Redact(e.Reason)
-	e.Error = r.Redact(e.Error)
-	e.Output = r.Redact(e.Output)
 	if len(e.Actions) > 0 {
 		acts := make([]string, len(e.Actions))
 		for i, a := range e.Actions {

@@ -160,3 +160,45 @@ func TestPhaseErrorsUnwrapToCause(t *testing.T) {
 		t.Error("PhaseError does not unwrap")
 	}
 }
+
+// chattyPhase fails with output a node printed: secrets hybridctl never
+// knew (a cloud key in an environment dump, a registry password in a
+// header), found by their form.
+type chattyPhase struct{}
+
+const chattyOutput = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n" +
+	"> Authorization: Basic cmVnaXN0cnk6UmVnUGFzczE=\n" +
+	`{"clientSecret": "Zx8~Q.client-secret-1"}` + "\n" +
+	"172.21.41.0/26 via 172.21.41.1 dev vxlan.calico onlink\n"
+
+func (chattyPhase) Title() string { return "chatty" }
+func (chattyPhase) Run(context.Context, Host) error {
+	return fmt.Errorf("pulling with password=hunter2hunter2: %w", &fakeCmdErr{out: chattyOutput})
+}
+
+// TestHostOutputRedactedByPattern: a failed step's output and error are
+// redacted by redact's patterns in the text and JSON progress, with or
+// without a Redactor; what a diagnosis needs stays.
+func TestHostOutputRedactedByPattern(t *testing.T) {
+	for _, red := range []*Redactor{nil, {}} {
+		var text, js bytes.Buffer
+		tr, jr := NewTextReporter(&text, []Phase{chattyPhase{}}, labHosts()), NewJSONReporter(&js)
+		e, err := New([]Phase{chattyPhase{}}, labHosts()[:1], Options{Cluster: "lab", Redactor: red,
+			Reporter: ReporterFunc(func(e Event) { tr.Report(e); jr.Report(e) })})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Run(context.Background()); err == nil {
+			t.Fatal("the step should fail")
+		}
+		all := text.String() + js.String()
+		for _, s := range []string{"wJalrXUtnFEMI", "cmVnaXN0cnk6UmVnUGFzczE=", "Zx8~Q.client-secret-1", "hunter2hunter2"} {
+			if strings.Contains(all, s) {
+				t.Errorf("redactor %v: %q reached the progress:\n%s", red, s, all)
+			}
+		}
+		if !strings.Contains(text.String(), "| 172.21.41.0/26 via 172.21.41.1 dev vxlan.calico onlink") || !strings.Contains(all, "AWS_SECRET_ACCESS_KEY=<redacted>") {
+			t.Errorf("redactor %v: the output is not there, redacted:\n%s", red, all)
+		}
+	}
+}

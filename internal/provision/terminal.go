@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
 // LiveReporter is the terminal view of a run: the plain progress lines of
@@ -124,7 +126,7 @@ func (l *LiveReporter) drawLocked() {
 	var b strings.Builder
 	for _, k := range keys {
 		phase, host, _ := strings.Cut(k, "\x00")
-		fmt.Fprintf(&b, "  ⋯ %-*s  %-*s  running %s\n", l.text.PhaseWidth, phase, l.text.HostWidth, host,
+		fmt.Fprintf(&b, "  ⋯ %-*s  %-*s  running %s\n", l.text.PhaseWidth, termtext.Line(phase), l.text.HostWidth, termtext.Line(host),
 			roundDur(l.now().Sub(l.running[k]).Milliseconds()))
 	}
 	_, _ = io.WriteString(l.w, b.String())

@@ -3,7 +3,6 @@
 package report
 
 import (
-	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/snapshot"
 	"github.com/hybridctl/hybridctl/internal/termcolor"
+	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
 // InputRuleID and InputRuleName name the input diagnostics (documents
@@ -102,9 +102,7 @@ func JSON(w io.Writer, r *checks.Result, objects int) error {
 		out.Findings = append(out.Findings, finding{Check: f.Check, Name: f.Name, Severity: string(f.Severity), Object: f.Object,
 			Message: f.Message, Fix: f.Fix, File: f.Source.File, Line: f.Source.Line, Template: f.Source.Template})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return termtext.EncodeJSON(w, out)
 }
 
 // Table writes findings grouped by severity, each with its one-line fix.
@@ -120,10 +118,10 @@ func TableColor(w io.Writer, r *checks.Result, objects int, pal termcolor.Palett
 	if len(r.Diagnostics) > 0 {
 		bw.printf("INPUT (%d)\n", len(r.Diagnostics))
 		for _, d := range r.Diagnostics {
-			bw.printf("  %s:%d %s\n", d.File, d.Line, pal.Severity(string(d.Severity), string(d.Severity)))
-			bw.printf("      %s\n", d.Message)
+			bw.printf("  %s:%d %s\n", termtext.Line(d.File), d.Line, pal.Severity(string(d.Severity), string(d.Severity)))
+			bw.printf("      %s\n", termtext.Line(d.Message))
 			if d.Fix != "" {
-				bw.printf("      fix: %s\n", d.Fix)
+				bw.printf("      fix: %s\n", termtext.Line(d.Fix))
 			}
 		}
 		bw.printf("\n")
@@ -140,13 +138,13 @@ func TableColor(w io.Writer, r *checks.Result, objects int, pal termcolor.Palett
 		}
 		bw.printf("%s\n", pal.Severity(string(sev), fmt.Sprintf("%s (%d)", strings.ToUpper(string(sev)), len(fs))))
 		for _, f := range fs {
-			where := f.Object.Kind + " " + qualified(f.Object.Namespace, f.Object.Name)
+			where := termtext.Line(f.Object.Kind) + " " + termtext.Line(qualified(f.Object.Namespace, f.Object.Name))
 			if f.Source.File != "" {
-				where = fmt.Sprintf("%s:%d %s", f.Source.File, f.Source.Line, where)
+				where = fmt.Sprintf("%s:%d %s", termtext.Line(f.Source.File), f.Source.Line, where)
 			}
 			bw.printf("  %s %s  %s\n", pal.Severity(string(sev), f.Check), f.Name, where)
-			bw.printf("      %s\n", f.Message)
-			bw.printf("      fix: %s\n", f.Fix)
+			bw.printf("      %s\n", termtext.Line(f.Message))
+			bw.printf("      fix: %s\n", termtext.Line(f.Fix))
 		}
 		bw.printf("\n")
 	}
@@ -154,7 +152,7 @@ func TableColor(w io.Writer, r *checks.Result, objects int, pal termcolor.Palett
 		bw.printf("SKIPPED (%d)\n", len(r.Skipped))
 		tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
 		for _, s := range r.Skipped {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Check, s.Name, s.Reason)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Check, s.Name, termtext.Line(s.Reason))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -301,9 +299,7 @@ func SARIF(w io.Writer, tool string, r *checks.Result) error {
 			"results": results,
 		}},
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(log)
+	return termtext.EncodeJSON(w, log)
 }
 
 func level(s checks.Severity) string {
@@ -355,8 +351,8 @@ func JUnit(w io.Writer, tool string, r *checks.Result) error {
 		if d.Fix != "" {
 			text = "fix: " + d.Fix
 		}
-		s.Cases = append(s.Cases, testcase{Name: fmt.Sprintf("%s:%d", d.File, d.Line), Classname: InputRuleID + " " + InputRuleName,
-			Failure: &failure{Message: d.Message, Type: d.Severity, Text: text}})
+		s.Cases = append(s.Cases, testcase{Name: fmt.Sprintf("%s:%d", termtext.Line(d.File), d.Line), Classname: InputRuleID + " " + InputRuleName,
+			Failure: &failure{Message: termtext.Line(d.Message), Type: d.Severity, Text: termtext.Text(text)}})
 		s.Failures++
 	}
 	docs := append([]checks.Doc(nil), r.Ran...)
@@ -365,7 +361,7 @@ func JUnit(w io.Writer, tool string, r *checks.Result) error {
 		cls := d.ID + " " + d.Name
 		switch {
 		case skippedBy[d.ID] != "":
-			s.Cases = append(s.Cases, testcase{Name: d.Title, Classname: cls, Skipped: &skipped{Message: skippedBy[d.ID]}})
+			s.Cases = append(s.Cases, testcase{Name: d.Title, Classname: cls, Skipped: &skipped{Message: termtext.Line(skippedBy[d.ID])}})
 			s.Skipped++
 		case len(byCheck[d.ID]) == 0:
 			s.Cases = append(s.Cases, testcase{Name: d.Title, Classname: cls})
@@ -375,21 +371,14 @@ func JUnit(w io.Writer, tool string, r *checks.Result) error {
 				if f.Source.File != "" {
 					name = fmt.Sprintf("%s (%s:%d)", name, f.Source.File, f.Source.Line)
 				}
-				s.Cases = append(s.Cases, testcase{Name: name, Classname: cls,
-					Failure: &failure{Message: f.Message, Type: string(f.Severity), Text: "fix: " + f.Fix}})
+				// XML cannot hold most control characters (encoding/xml
+				// writes U+FFFD for them): escaped first, they stay readable.
+				s.Cases = append(s.Cases, testcase{Name: termtext.Line(name), Classname: cls,
+					Failure: &failure{Message: termtext.Line(f.Message), Type: string(f.Severity), Text: termtext.Text("fix: " + f.Fix)}})
 				s.Failures++
 			}
 		}
 	}
 	s.Tests = len(s.Cases)
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(s); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return termtext.EncodeXML(w, s)
 }
