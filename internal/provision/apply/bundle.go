@@ -144,7 +144,7 @@ foreach ($p in $paths) {
   $f = Join-Path $base ($p -replace '/', '\')
   if (Test-Path -LiteralPath $f -PathType Leaf) { '{0} {1}' -f (Get-FileHash -LiteralPath $f -Algorithm SHA256).Hash.ToLowerInvariant(), $p }
 }
-Get-ChildItem -LiteralPath $base -Recurse -Filter '*.hybridctl-part' -ErrorAction SilentlyContinue | Remove-Item -Force
+Get-ChildItem -LiteralPath $base -Recurse -Filter '*.hybridctl-part-*' -ErrorAction SilentlyContinue | Remove-Item -Force
 $s = Join-Path $base 'SHA256SUMS'
 if (Test-Path -LiteralPath $s -PathType Leaf) { '` + bundleSumsMarker + `{0}' -f (Get-FileHash -LiteralPath $s -Algorithm SHA256).Hash.ToLowerInvariant() }
 `)
