@@ -194,6 +194,12 @@ func hashFile(ctx context.Context, name string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
+	return hashOpen(ctx, f)
+}
+
+// hashOpen returns the sha256 of the open file f, which must be a regular
+// file, checking ctx between blocks.
+func hashOpen(ctx context.Context, f *os.File) (string, error) {
 	if st, err := f.Stat(); err != nil {
 		return "", err
 	} else if !st.Mode().IsRegular() {

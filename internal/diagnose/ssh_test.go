@@ -334,3 +334,81 @@ func TestRunMixed(t *testing.T) {
 		t.Errorf("table:\n%s", b.String())
 	}
 }
+
+// TestCollectRefusesPlantedLink reproduces the attack on --collect: a
+// support directory that already holds DIR/<node> -> ../outside (or a link
+// deeper down, or at findings.json) after a real gathering over the
+// loopback sshd. Collect refuses the link, names it, and the outside
+// folder keeps its mode and its files; nothing is created there.
+func TestCollectRefusesPlantedLink(t *testing.T) {
+	key := sshtest.NewKey(t)
+	srv := sshtest.Start(t, key.Signer.PublicKey())
+	installLinuxShims(t, srv.Dir)
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(kh, []byte(srv.KnownHostsLine()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pool := transport.NewPool(transport.Config{Host: "k8s-lab-node-1", Address: srv.Addr, User: "u", KeyFiles: []string{key.Path},
+		KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 5 * time.Second})
+	defer func() { _ = pool.Close() }()
+	x := labExpect()
+	x.APIHost, x.APIPort = "127.0.0.1", apiListener(t)
+	r := Run(ctxT(t), Options{
+		Targets: []Target{{Name: "k8s-lab-node-1", OS: provision.Linux}},
+		Dial:    func(ctx context.Context, n string) (Conn, error) { return pool.Get(ctx, n) },
+		Cluster: calicoLab(t), Expect: x,
+	})
+	if r.Nodes[0].Facts == nil || len(r.Nodes[0].Facts.Raw) == 0 {
+		t.Fatalf("nothing gathered: %+v", r.Nodes)
+	}
+	// This machine may have no CNI configuration: one is added, so there
+	// is a directory below the node's.
+	r.Nodes[0].Facts.Raw = append(r.Nodes[0].Facts.Raw, RawFile{Name: "cni/99-test.conflist.txt", Data: []byte("{}\n")})
+	for _, tc := range []struct{ link, target string }{
+		{"k8s-lab-node-1", "../outside"},
+		{"k8s-lab-node-1/cni", "../../outside"},
+		{"findings.json", "../outside/routes.txt"},
+	} {
+		t.Run(tc.link, func(t *testing.T) {
+			base := t.TempDir()
+			dir, outside := filepath.Join(base, "support"), filepath.Join(base, "outside")
+			for _, d := range []string{dir, filepath.Dir(filepath.Join(dir, tc.link)), outside} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Chmod(outside, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(outside, "routes.txt"), []byte("mine\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(tc.target, filepath.Join(dir, tc.link)); err != nil {
+				t.Fatal(err)
+			}
+			err := Collect(ctxT(t), dir, r)
+			want := "refusing to write through " + filepath.Join(dir, tc.link) + ": it is a symbolic link"
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Collect: %v\nwant an error containing %q", err, want)
+			}
+			if st, _ := os.Stat(outside); st.Mode().Perm() != 0o755 {
+				t.Errorf("the outside folder's mode changed to %o", st.Mode().Perm())
+			}
+			ents, _ := os.ReadDir(outside)
+			if b, _ := os.ReadFile(filepath.Join(outside, "routes.txt")); len(ents) != 1 || string(b) != "mine\n" {
+				t.Errorf("the outside folder changed: %d entries, routes.txt %q", len(ents), b)
+			}
+			if st, err := os.Lstat(filepath.Join(dir, tc.link)); err != nil || st.Mode()&os.ModeSymlink == 0 {
+				t.Errorf("the planted link was replaced: %v", err)
+			}
+		})
+	}
+	// The same gathering into a clean directory is collected.
+	dir := filepath.Join(t.TempDir(), "support")
+	if err := Collect(ctxT(t), dir, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "k8s-lab-node-1", "routes.txt")); err != nil {
+		t.Errorf("no routes.txt: %v", err)
+	}
+}
