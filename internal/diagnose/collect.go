@@ -45,14 +45,30 @@ func Redact(b []byte) []byte {
 // a symbolic link there (DIR/NODE -> ../elsewhere) is refused, named, and
 // nothing is written through it (internal/atomicfile's Dir).
 func Collect(ctx context.Context, dir string, r *Result) error {
+	d, err := OpenCollect(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return CollectTo(ctx, d, r)
+}
+
+// OpenCollect opens (or makes, 0700) the --collect directory dir, as
+// Collect does; Options.Collect takes it so that a gathering too long to
+// parse is kept there as it arrives.
+func OpenCollect(dir string) (*atomicfile.Dir, error) {
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
-		return fmt.Errorf("collect: %s is not a directory", dir)
+		return nil, fmt.Errorf("collect: %s is not a directory", dir)
 	}
 	d, err := atomicfile.OpenDir(dir, 0o700)
 	if err != nil {
-		return fmt.Errorf("collect: %w", err)
+		return nil, fmt.Errorf("collect: %w", err)
 	}
-	defer d.Close()
+	return d, nil
+}
+
+// CollectTo is Collect into the directory OpenCollect opened.
+func CollectTo(ctx context.Context, d *atomicfile.Dir, r *Result) error {
 	for _, n := range r.Nodes {
 		if n.Facts == nil {
 			continue
