@@ -1,6 +1,20 @@
-// Package atomicfile writes files so that readers see the old content or
-// the new content, never a part: a temporary file in the same directory,
-// fsync, rename, fsync of the directory.
+// Package atomicfile is how hybridctl writes files: so that readers see
+// the old content or the new content, never a part (a temporary file
+// beside the target, fsync, rename, fsync of the directory), so that a
+// secret is never readable by others (the temporary file is 0600 until it
+// is complete), and never through a symbolic link it did not make.
+//
+// The rule for links: hybridctl follows what the user named, never what
+// it finds under it. A path the user gives (a flag, an argument, or a
+// documented default such as ~/.kube/config or ~/.ssh/known_hosts) is
+// used as the kernel resolves it, links included, as kubectl and ssh do
+// (Write, ResolveUserPath), except a link the kernel itself would not
+// follow for this user (fs.protected_symlinks: a link in a sticky,
+// world-writable directory such as /tmp owned by neither the user nor the
+// directory's owner). Below a directory the user names as an output (Dir:
+// render -o, node diagnose --collect, a bundle directory) no link is
+// followed: a link where a directory or file would be written is refused,
+// named, whoever made it.
 package atomicfile
 
 import (
@@ -10,7 +24,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 )
 
 // ErrExists is returned by Write with NoClobber when the target exists.
@@ -27,71 +40,76 @@ type Options struct {
 	BeforeRename func(tmp string) error
 }
 
-// Write writes data to path with permission perm (the temp file is created
-// with perm, so a secret is never readable by others, not even briefly).
-func Write(ctx context.Context, path string, data []byte, perm fs.FileMode, opts Options) (err error) {
+// Write writes data to path, a file the user named, atomically with
+// permission perm (the temporary file is 0600 until it is complete, so a
+// secret is never readable by others, not even briefly). When path is a
+// symbolic link, the file it leads to is replaced and the link kept
+// (ResolveUserPath); links in its directory are followed as the kernel
+// follows them. The directory must exist (MkdirAll).
+func Write(ctx context.Context, path string, data []byte, perm fs.FileMode, opts Options) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	p, err := ResolveUserPath(path)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	tmpName := tmp.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmpName)
-		}
-	}()
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: fsync: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if opts.BeforeRename != nil {
-		if err := opts.BeforeRename(tmpName); err != nil {
-			return fmt.Errorf("writing %s: %w", path, err)
-		}
-	}
-	if opts.NoClobber {
-		if err := os.Link(tmpName, path); err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				return fmt.Errorf("%s already exists: %w", path, ErrExists)
-			}
-			return fmt.Errorf("writing %s: %w", path, err)
-		}
-		_ = os.Remove(tmpName)
-	} else if err := os.Rename(tmpName, path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return SyncDir(dir)
-}
-
-// SyncDir fsyncs a directory so that a rename in it is durable. On Windows
-// it does nothing: there is no directory fsync, and os.Rename's
-// MoveFileEx(MOVEFILE_REPLACE_EXISTING) is what makes the replace atomic.
-func SyncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
+	d, err := OpenDir(filepath.Dir(p), 0)
 	if err != nil {
-		return fmt.Errorf("syncing directory %s: %w", dir, err)
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("syncing directory %s: %w", dir, err)
+	return d.WriteFile(ctx, filepath.Base(p), data, perm, opts)
+}
+
+// MkdirAll makes the directory path the user named, with its missing
+// parents (perm), each without following links; the existing part of path
+// is followed as the kernel follows it.
+func MkdirAll(path string, perm fs.FileMode) error {
+	d, err := OpenDir(path, perm)
+	if err != nil {
+		return err
 	}
-	return nil
+	return d.Close()
+}
+
+// MaxSymlinks is how many symbolic links ResolveUserPath follows: Linux's
+// limit (MAXSYMLINKS), so that a chain the kernel opens resolves here too.
+const MaxSymlinks = 40
+
+// ErrTooManyLinks is ResolveUserPath's error for a chain longer than
+// MaxSymlinks.
+var ErrTooManyLinks = errors.New("too many levels of symbolic links")
+
+// ResolveUserPath follows the chain of symbolic links at path, a file the
+// user named (whose target may not exist yet), and returns the file it
+// leads to; relative link targets are relative to the link's directory.
+// A link the kernel would not follow for this user (FollowLink) is a
+// *LinkError.
+func ResolveUserPath(path string) (string, error) {
+	// One more round than links: the last one finds the file itself.
+	for range MaxSymlinks + 1 {
+		fi, err := os.Lstat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return path, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return path, nil
+		}
+		dest, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if err := FollowLink(path, dest, fi); err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(dest) {
+			dest = filepath.Join(filepath.Dir(path), dest)
+		}
+		path = dest
+	}
+	return "", ErrTooManyLinks
 }

@@ -143,11 +143,12 @@ func Download(ctx context.Context, dir string, arts []Artifact, o DownloadOption
 			CheckRedirect: noDowngrade,
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	root, err := atomicfile.OpenDir(dir, 0o755)
+	if err != nil {
 		return nil, fmt.Errorf("bundle directory %s: %w", dir, err)
 	}
-	sumsPath := filepath.Join(dir, SumsFile)
-	old, err := ReadSums(ctx, sumsPath)
+	defer root.Close()
+	old, err := readSumsIn(ctx, root)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("refusing to add to %s: %w (move it away to start afresh)", dir, err)
 	}
@@ -155,7 +156,7 @@ func Download(ctx context.Context, dir string, arts []Artifact, o DownloadOption
 	for _, s := range old {
 		oldSum[s.Path] = s.SHA256
 	}
-	d := &downloader{o: o, dir: dir}
+	d := &downloader{o: o, dir: root}
 	var results []Result
 	var sums []Sum
 	named := map[string]bool{}
@@ -178,11 +179,11 @@ func Download(ctx context.Context, dir string, arts []Artifact, o DownloadOption
 		if named[s.Path] {
 			continue
 		}
-		if st, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(s.Path))); err == nil && st.Mode().IsRegular() {
+		if st, err := root.Lstat(filepath.FromSlash(s.Path)); err == nil && st.Mode().IsRegular() {
 			sums = append(sums, s)
 		}
 	}
-	if err := WriteSums(ctx, sumsPath, sums); err != nil {
+	if err := writeSumsIn(ctx, root, sums); err != nil {
 		return results, err
 	}
 	return results, nil
@@ -202,7 +203,7 @@ func noDowngrade(req *http.Request, via []*http.Request) error {
 
 type downloader struct {
 	o   DownloadOptions
-	dir string
+	dir *atomicfile.Dir
 }
 
 // one fetches one artifact (or keeps it when present and right).
@@ -231,10 +232,10 @@ func (d *downloader) one(ctx context.Context, a Artifact, recorded string) (Resu
 		from = ChecksumNone
 	}
 	r.ChecksumFrom = from
-	target := filepath.Join(d.dir, filepath.FromSlash(a.Path))
+	target := filepath.FromSlash(a.Path)
 	if want != "" {
-		if st, err := os.Lstat(target); err == nil && st.Mode().IsRegular() {
-			got, err := hashFile(ctx, target)
+		if st, err := d.dir.Lstat(target); err == nil && st.Mode().IsRegular() {
+			got, err := d.hashIn(ctx, target)
 			if err != nil {
 				return r, fmt.Errorf("%s: %w", a.Path, err)
 			}
@@ -256,22 +257,15 @@ func (d *downloader) one(ctx context.Context, a Artifact, recorded string) (Resu
 	return r, nil
 }
 
-// inside refuses a directory of the bundle that resolves outside it (a
-// symbolic link such as linux-amd64 -> /usr/local/bin): download writes
-// only into the directory it was given.
-func (d *downloader) inside(sub string) error {
-	root, err := filepath.EvalSymlinks(d.dir)
+// hashIn returns the sha256 of the regular file rel of the bundle, opened
+// without following a link.
+func (d *downloader) hashIn(ctx context.Context, rel string) (string, error) {
+	f, err := d.dir.OpenFile(rel, os.O_RDONLY|openNonblock, 0)
 	if err != nil {
-		return err
+		return "", err
 	}
-	resolved, err := filepath.EvalSymlinks(sub)
-	if err != nil {
-		return err
-	}
-	if r, err := filepath.Rel(root, resolved); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(r) {
-		return fmt.Errorf("%s is a link to %s, outside the bundle directory: refusing to write there", sub, resolved)
-	}
-	return nil
+	defer f.Close()
+	return hashOpen(ctx, f)
 }
 
 // parseChecksumFile reads an upstream checksum file: a bare sha256
@@ -318,30 +312,33 @@ func (d *downloader) get(ctx context.Context, u string, max int64) ([]byte, erro
 	return buf.Bytes(), nil
 }
 
-// fetchFile streams u into a temporary file beside target, checks its
-// sha256 (when want is set) and renames it into place.
+// fetchFile streams u into a temporary file beside target (a path
+// relative to the bundle directory), checks its sha256 (when want is set)
+// and renames it into place. The directories on the way are made without
+// following links: a link in the bundle directory is refused, so nothing
+// is written outside it.
 func (d *downloader) fetchFile(ctx context.Context, u, target, rel, want, from string) (sum string, n int64, err error) {
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+	sub, err := d.dir.MkdirAll(filepath.Dir(target), 0o755)
+	if err != nil {
 		return "", 0, fmt.Errorf("%s: %w", rel, err)
 	}
-	if err := d.inside(filepath.Dir(target)); err != nil {
-		return "", 0, fmt.Errorf("%s: %w", rel, err)
-	}
+	defer sub.Close()
+	base := filepath.Base(target)
 	// What a killed download left (a cancelled one removes its own).
-	if base := filepath.Base(target); !strings.ContainsAny(base, "*?[\\") {
-		stale, _ := filepath.Glob(filepath.Join(filepath.Dir(target), "."+base+".part-*"))
-		for _, f := range stale {
-			_ = os.Remove(f)
+	if ents, err := sub.ReadDir(); err == nil {
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "."+base+".tmp-") || strings.HasPrefix(e.Name(), "."+base+".part-") {
+				_ = sub.Remove(e.Name())
+			}
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".part-*")
+	tmp, err := sub.CreateTemp(base, 0o644)
 	if err != nil {
 		return "", 0, fmt.Errorf("%s: %w", rel, err)
 	}
 	defer func() {
 		if err != nil {
-			tmp.Close()
-			_ = os.Remove(tmp.Name())
+			tmp.Abort()
 		}
 	}()
 	h := sha256.New()
@@ -353,22 +350,7 @@ func (d *downloader) fetchFile(ctx context.Context, u, target, rel, want, from s
 	if want != "" && sum != want {
 		return "", n, &ChecksumError{Path: rel, URL: u, Got: sum, Want: want, From: from}
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return "", n, fmt.Errorf("%s: %w", rel, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return "", n, fmt.Errorf("%s: fsync: %w", rel, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", n, fmt.Errorf("%s: %w", rel, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return "", n, fmt.Errorf("%s: %w", rel, err)
-	}
-	if err := os.Rename(tmp.Name(), target); err != nil {
-		return "", n, fmt.Errorf("%s: %w", rel, err)
-	}
-	if err := atomicfile.SyncDir(filepath.Dir(target)); err != nil {
+	if err := tmp.Commit(ctx, atomicfile.Options{}); err != nil {
 		return "", n, fmt.Errorf("%s: %w", rel, err)
 	}
 	return sum, n, nil

@@ -454,32 +454,80 @@ func TestDownloadRefusesDowngrade(t *testing.T) {
 }
 
 // TestDownloadWritesOnlyInsideDir: a directory of the bundle that is a
-// link to elsewhere is refused before anything is written there.
+// symbolic link is refused, named, before anything is written, wherever it
+// points (elsewhere, or another directory of the bundle); so is a link at
+// a file's or at SHA256SUMS's place. The bundle directory itself may be a
+// link: the user named it.
 func TestDownloadWritesOnlyInsideDir(t *testing.T) {
 	arts := mustArtifacts(t)[:1]
 	up := newUpstream(t, arts)
 	dir, elsewhere := t.TempDir(), t.TempDir()
-	if err := os.Symlink(elsewhere, filepath.Join(dir, LinuxDir)); err != nil {
-		t.Fatal(err)
-	}
-	_, err := Download(context.Background(), dir, arts, mirrorOpts(up))
-	if err == nil || !strings.Contains(err.Error(), "outside the bundle directory") {
-		t.Fatalf("err = %v", err)
-	}
-	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
-		t.Errorf("written outside: %v", entries)
-	}
-	// A link that stays inside is fine.
-	if err := os.Remove(filepath.Join(dir, LinuxDir)); err != nil {
-		t.Fatal(err)
-	}
 	if err := os.Mkdir(filepath.Join(dir, "store"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("store", filepath.Join(dir, LinuxDir)); err != nil {
+	for _, target := range []string{elsewhere, "store"} {
+		link := filepath.Join(dir, LinuxDir)
+		_ = os.Remove(link)
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Download(context.Background(), dir, arts, mirrorOpts(up))
+		if err == nil || !strings.Contains(err.Error(), "refusing to write through "+link+": it is a symbolic link") {
+			t.Fatalf("%s: err = %v", target, err)
+		}
+		for _, d := range []string{elsewhere, filepath.Join(dir, "store")} {
+			if entries, _ := os.ReadDir(d); len(entries) != 0 {
+				t.Errorf("written through the link to %s: %v", d, entries)
+			}
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, LinuxDir)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Download(context.Background(), dir, arts, mirrorOpts(up)); err != nil {
+	// A link where a file goes.
+	if err := os.Mkdir(filepath.Join(dir, LinuxDir), 0o755); err != nil {
 		t.Fatal(err)
+	}
+	victim := filepath.Join(elsewhere, "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fileLink := filepath.Join(dir, filepath.FromSlash(arts[0].Path))
+	if err := os.Symlink(victim, fileLink); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Download(context.Background(), dir, arts, mirrorOpts(up)); err == nil || !strings.Contains(err.Error(), "refusing to write through "+fileLink) {
+		t.Fatalf("a link at a file's place: %v", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Errorf("written through the file link: %q", b)
+	}
+	if err := os.Remove(fileLink); err != nil {
+		t.Fatal(err)
+	}
+	// A link at SHA256SUMS's place.
+	sumsLink := filepath.Join(dir, SumsFile)
+	if err := os.Symlink(victim, sumsLink); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Download(context.Background(), dir, arts, mirrorOpts(up)); err == nil || !strings.Contains(err.Error(), "refusing to write through "+sumsLink) {
+		t.Fatalf("a link at SHA256SUMS: %v", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Errorf("SHA256SUMS written through the link: %q", b)
+	}
+	if err := os.Remove(sumsLink); err != nil {
+		t.Fatal(err)
+	}
+	// The bundle directory named through a link is the user's.
+	named := filepath.Join(t.TempDir(), "bundle")
+	if err := os.Symlink(dir, named); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Download(context.Background(), named, arts, mirrorOpts(up)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(fileLink); err != nil {
+		t.Errorf("not downloaded through the user's link: %v", err)
 	}
 }

@@ -168,9 +168,47 @@ func ReadSums(ctx context.Context, file string) ([]Sum, error) {
 	return ParseSums(f, file)
 }
 
+// readSumsIn reads the SHA256SUMS of the bundle directory d, refusing a
+// link (and, like ReadSums, anything but a regular file).
+func readSumsIn(ctx context.Context, d *atomicfile.Dir) ([]Sum, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f, err := d.OpenFile(SumsFile, os.O_RDONLY|openNonblock, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &SumsError{File: d.Path(SumsFile), Msg: fmt.Sprintf("not a regular file (%s)", st.Mode().Type())}
+	}
+	return ParseSums(f, d.Path(SumsFile))
+}
+
+// writeSumsIn is WriteSums into the bundle directory d (no link followed).
+func writeSumsIn(ctx context.Context, d *atomicfile.Dir, sums []Sum) error {
+	file := d.Path(SumsFile)
+	if err := checkSums(file, sums); err != nil {
+		return err
+	}
+	return d.WriteFile(ctx, SumsFile, FormatSums(sums), 0o644, atomicfile.Options{})
+}
+
 // WriteSums writes sums to file atomically (mode 0644) after checking
 // every path and refusing duplicates.
 func WriteSums(ctx context.Context, file string, sums []Sum) error {
+	if err := checkSums(file, sums); err != nil {
+		return err
+	}
+	return atomicfile.Write(ctx, file, FormatSums(sums), 0o644, atomicfile.Options{})
+}
+
+// checkSums refuses a bad path or sha256 and duplicates.
+func checkSums(file string, sums []Sum) error {
 	seen := map[string]bool{}
 	for _, s := range sums {
 		if err := CheckPath(s.Path); err != nil {
@@ -184,7 +222,7 @@ func WriteSums(ctx context.Context, file string, sums []Sum) error {
 		}
 		seen[s.Path] = true
 	}
-	return atomicfile.Write(ctx, file, FormatSums(sums), 0o644, atomicfile.Options{})
+	return nil
 }
 
 func isLowerHex(s string) bool {

@@ -140,6 +140,14 @@ func runNodeDiagnose(cmd *cobra.Command, s Streams, f *diagnoseFlags, kf *kubecl
 	if needsCluster(only) {
 		o.Cluster, o.ClusterErr = loadDiagnoseCluster(ctx, s, kf)
 	}
+	if f.collect != "" {
+		// Opened first: a node's output too long to parse is kept there
+		// as it arrives.
+		if o.Collect, err = diagnose.OpenCollect(f.collect); err != nil {
+			return Incomplete(err)
+		}
+		defer o.Collect.Close()
+	}
 	pool := transport.NewPool(apply.SSHConfigs(p, sshOptions(f.knownHosts, false, f.identities, f.connectTimeout).Config())...)
 	defer func() { _ = pool.Close() }()
 	o.Dial = func(ctx context.Context, node string) (diagnose.Conn, error) { return pool.Get(ctx, node) }
@@ -153,7 +161,7 @@ func runNodeDiagnose(cmd *cobra.Command, s Streams, f *diagnoseFlags, kf *kubecl
 		return Incomplete(fmt.Errorf("write report: %w", err))
 	}
 	if f.collect != "" {
-		if err := diagnose.Collect(ctx, f.collect, r); err != nil {
+		if err := diagnose.CollectTo(ctx, o.Collect, r); err != nil {
 			return Incomplete(err)
 		}
 		fmt.Fprintf(s.Err, "raw outputs saved under %s (secrets redacted)\n", termtext.Line(f.collect))

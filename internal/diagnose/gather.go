@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hybridctl/hybridctl/internal/atomicfile"
 	"github.com/hybridctl/hybridctl/internal/provision"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 )
@@ -21,12 +22,19 @@ import (
 // Conn is the part of apply's SSH client (transport.Client) gathering uses.
 type Conn interface {
 	Config() transport.Config
-	// Exec runs a command line exactly as given.
-	Exec(ctx context.Context, command string, stdin io.Reader) (*transport.Result, error)
-	// RunWithStdin runs a script the OS's way (PowerShell -EncodedCommand
+	// ExecLimited runs a command line exactly as given.
+	ExecLimited(ctx context.Context, command string, stdin io.Reader, l transport.Limits) (*transport.Result, error)
+	// RunLimited runs a script the OS's way (PowerShell -EncodedCommand
 	// on Windows).
-	RunWithStdin(ctx context.Context, script string, stdin io.Reader) (*transport.Result, error)
+	RunLimited(ctx context.Context, script string, stdin io.Reader, l transport.Limits) (*transport.Result, error)
 }
+
+// MaxGatherBytes is how much a node's gathering may print: its output is
+// parsed whole, so a node that prints more (a compromised one answering
+// with hundreds of MiB) fails with a message saying how much it sent, and
+// the memory diagnose needs stays bounded. A real node prints well under a
+// MiB (a 5,000-node cluster's routes, neighbours and FDB entries about 3).
+const MaxGatherBytes = 16 << 20
 
 // LinuxCommandLine is the command line that runs the Linux script: the
 // script is one quoted word, and the marker, API host and port follow as
@@ -77,6 +85,12 @@ func validArg(what, s string) error {
 // Gather runs the node's read-only gathering over conn and parses it. The
 // clock is sampled first with a command of its own.
 func Gather(ctx context.Context, conn Conn, node string, x Expect) (*Facts, error) {
+	return gather(ctx, conn, node, x, nil)
+}
+
+// gather is Gather with the gathering's standard output also written to
+// spill as it arrives (--collect keeps it when it is too long to parse).
+func gather(ctx context.Context, conn Conn, node string, x Expect, spill io.Writer) (*Facts, error) {
 	if err := validArg("the API host", x.APIHost); err != nil {
 		return nil, err
 	}
@@ -85,7 +99,7 @@ func Gather(ctx context.Context, conn Conn, node string, x Expect) (*Facts, erro
 	var f *Facts
 	switch cfg.OS {
 	case provision.Windows:
-		res, err := conn.RunWithStdin(ctx, WindowsScript, bytes.NewReader(WindowsInput(x.APIHost, x.APIPort)))
+		res, err := conn.RunLimited(ctx, WindowsScript, bytes.NewReader(WindowsInput(x.APIHost, x.APIPort)), transport.Limits{Max: MaxGatherBytes, Spill: spill})
 		if err != nil {
 			return nil, fmt.Errorf("gathering on %s: %w", node, err)
 		}
@@ -94,7 +108,7 @@ func Gather(ctx context.Context, conn Conn, node string, x Expect) (*Facts, erro
 		}
 	default:
 		marker := newMarker()
-		res, err := conn.Exec(ctx, LinuxCommandLine(cfg.Sudo, marker, x.APIHost, x.APIPort), nil)
+		res, err := conn.ExecLimited(ctx, LinuxCommandLine(cfg.Sudo, marker, x.APIHost, x.APIPort), nil, transport.Limits{Max: MaxGatherBytes, Spill: spill})
 		if err != nil {
 			return nil, fmt.Errorf("gathering on %s: %w", node, err)
 		}
@@ -118,9 +132,9 @@ func sampleClock(ctx context.Context, conn Conn, os provision.OS) Clock {
 	var err error
 	before := time.Now()
 	if os == provision.Windows {
-		res, err = conn.RunWithStdin(ctx, ClockCommand(os), nil)
+		res, err = conn.RunLimited(ctx, ClockCommand(os), nil, transport.Limits{})
 	} else {
-		res, err = conn.Exec(ctx, ClockCommand(os), nil)
+		res, err = conn.ExecLimited(ctx, ClockCommand(os), nil, transport.Limits{})
 	}
 	after := time.Now()
 	if err != nil {
@@ -161,6 +175,10 @@ type Options struct {
 	Concurrency int
 	// NodeTimeout bounds one node's gathering (default 2 minutes).
 	NodeTimeout time.Duration
+	// Collect, when set, is --collect's directory: a node's gathering
+	// output too long to parse is kept there, redacted, as
+	// NODE/gather-output.txt (at most MaxCollectedOutput of it).
+	Collect *atomicfile.Dir
 }
 
 // NodeResult is one node's outcome.
@@ -265,5 +283,48 @@ func gatherOne(ctx context.Context, o Options, t Target) (*Facts, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Gather(ctx, conn, t.Name, o.Expect)
+	if o.Collect == nil {
+		return Gather(ctx, conn, t.Name, o.Expect)
+	}
+	return gatherKept(ctx, conn, t.Name, o)
+}
+
+// gatherOutputFile is where --collect keeps a gathering output too long to
+// parse, in the node's directory.
+const gatherOutputFile = "gather-output.txt"
+
+// MaxCollectedOutput is how much of a gathering output too long to parse
+// --collect keeps.
+const MaxCollectedOutput = 64 << 20
+
+// gatherKept gathers with the output streamed, redacted, into a temporary
+// file in the node's collect directory; the file is kept only when the
+// output was too long to parse (the error then names it), and removed
+// otherwise (the parsed outputs are collected as usual).
+func gatherKept(ctx context.Context, conn Conn, node string, o Options) (*Facts, error) {
+	nd, err := mkdirPrivate(o.Collect, safeName(node))
+	if err != nil {
+		return nil, err
+	}
+	defer nd.Close()
+	tmp, err := nd.CreateTemp(gatherOutputFile, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("collect: %w", err)
+	}
+	w := newRedactingWriter(tmp, MaxCollectedOutput)
+	f, err := gather(ctx, conn, node, o.Expect, w)
+	var le *transport.OutputLimitError
+	if !errors.As(err, &le) {
+		tmp.Abort()
+		return f, err
+	}
+	if cerr := w.Close(); cerr != nil {
+		tmp.Abort()
+		return nil, fmt.Errorf("%w; keeping it in %s failed: %w", err, nd.Path(gatherOutputFile), cerr)
+	}
+	if cerr := tmp.Commit(ctx, atomicfile.Options{}); cerr != nil {
+		tmp.Abort()
+		return nil, fmt.Errorf("%w; keeping it in %s failed: %w", err, nd.Path(gatherOutputFile), cerr)
+	}
+	return nil, fmt.Errorf("%w; the first %s of it, redacted, is in %s", err, transport.MiB(min(le.Sent, MaxCollectedOutput)), nd.Path(gatherOutputFile))
 }

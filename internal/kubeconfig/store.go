@@ -114,10 +114,18 @@ func (s *Store) read() (cfg *api.Config, raw []byte, mode fs.FileMode, err error
 // the lock, on the content as it is now, so concurrent updates compose.
 func (s *Store) Update(ctx context.Context, mutate func(cfg *api.Config) (changed bool, err error)) (UpdateResult, error) {
 	var res UpdateResult
-	dir := filepath.Dir(s.Path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// The kubeconfig's directory is the user's (as named, links
+	// followed); what is missing of it is made 0700 without following
+	// links. The lock files, backups and the temporary file hybridctl
+	// makes in it are never opened through a link.
+	if err := atomicfile.MkdirAll(filepath.Dir(s.Path), 0o700); err != nil {
 		return res, newErr(KindIO, "creating the directory for kubeconfig "+s.Path, err)
 	}
+	dir, err := atomicfile.OpenDir(filepath.Dir(s.Path), 0)
+	if err != nil {
+		return res, newErr(KindIO, "kubeconfig "+s.Path, err)
+	}
+	defer dir.Close()
 	release, err := s.lock(ctx)
 	if err != nil {
 		return res, err
@@ -152,15 +160,15 @@ func (s *Store) Update(ctx context.Context, mutate func(cfg *api.Config) (change
 			res.TightenedFrom = fmt.Sprintf("%04o", mode)
 		}
 		if s.Backups >= 0 {
-			b, err := s.backup(ctx, raw)
+			b, err := s.backup(ctx, dir, raw)
 			if err != nil {
 				return res, err
 			}
 			res.Backup = b
 		}
 	}
-	if err := writeFileAtomic(ctx, s.Path, data, s.beforeRename); err != nil {
-		return res, err
+	if err := dir.WriteFile(ctx, filepath.Base(s.Path), data, 0o600, atomicfile.Options{BeforeRename: s.beforeRename}); err != nil {
+		return res, newErr(KindIO, "writing "+s.Path, err)
 	}
 	res.Written = true
 	if s.Backups >= 0 {
@@ -175,6 +183,15 @@ func (s *Store) Update(ctx context.Context, mutate func(cfg *api.Config) (change
 // O_EXCL and removed after, the protocol kubectl config uses), waiting for
 // either until ctx ends or the lock timeout passes.
 func (s *Store) lock(ctx context.Context) (release func(), err error) {
+	dir, err := atomicfile.OpenDir(filepath.Dir(s.Path), 0)
+	if err != nil {
+		return nil, newErr(KindIO, "kubeconfig "+s.Path, err)
+	}
+	defer func() {
+		if err != nil {
+			dir.Close()
+		}
+	}()
 	timeout := s.LockTimeout
 	if timeout <= 0 {
 		timeout = DefaultLockTimeout
@@ -183,7 +200,7 @@ func (s *Store) lock(ctx context.Context) (release func(), err error) {
 	defer cancel()
 
 	lockPath := s.Path + lockSuffix
-	f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := dir.OpenFile(filepath.Base(lockPath), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, newErr(KindIO, "opening lock file "+lockPath, err)
 	}
@@ -199,7 +216,7 @@ func (s *Store) lock(ctx context.Context) (release func(), err error) {
 	}
 	kubectlLock := s.Path + ".lock"
 	if err := poll(ctx, func() (bool, error) {
-		l, err := os.OpenFile(kubectlLock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		l, err := dir.OpenFile(filepath.Base(kubectlLock), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 		if errors.Is(err, os.ErrExist) {
 			return false, nil
 		}
@@ -213,9 +230,10 @@ func (s *Store) lock(ctx context.Context) (release func(), err error) {
 		return nil, newErr(KindIO, fmt.Sprintf("waiting for %s (kubectl or another client-go program is writing the kubeconfig; waited %s; if none is running, a crashed one left it behind: remove it)", kubectlLock, timeout), err)
 	}
 	return func() {
-		_ = os.Remove(kubectlLock)
+		_ = dir.Remove(filepath.Base(kubectlLock))
 		_ = unlock(f)
 		_ = f.Close()
+		_ = dir.Close()
 	}, nil
 }
 
@@ -241,20 +259,21 @@ func poll(ctx context.Context, try func() (bool, error)) error {
 	}
 }
 
-// backup writes the previous content next to the target, 0600, atomically.
-func (s *Store) backup(ctx context.Context, raw []byte) (string, error) {
+// backup writes the previous content next to the target, 0600, atomically,
+// under a name that did not exist (never through a link).
+func (s *Store) backup(ctx context.Context, dir *atomicfile.Dir, raw []byte) (string, error) {
 	base := s.Path + backupInfix + s.now().Format(backupLayout)
 	p := base
 	for i := 1; ; i++ {
-		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
-			break
+		err := dir.WriteFile(ctx, filepath.Base(p), raw, 0o600, atomicfile.Options{NoClobber: true})
+		if err == nil {
+			return p, nil
+		}
+		if !errors.Is(err, atomicfile.ErrExists) || i > 1000 {
+			return "", newErr(KindIO, "writing backup of kubeconfig "+s.Path, err)
 		}
 		p = fmt.Sprintf("%s-%d", base, i)
 	}
-	if err := writeFileAtomic(ctx, p, raw, nil); err != nil {
-		return "", newErr(KindIO, "writing backup of kubeconfig "+s.Path, err)
-	}
-	return p, nil
 }
 
 // ListBackups lists the backups of the file, oldest first.
@@ -291,15 +310,4 @@ func (s *Store) prune() error {
 		all = all[1:]
 	}
 	return errors.Join(errs...)
-}
-
-// writeFileAtomic replaces path with data through internal/atomicfile: a
-// 0600 temporary file in the same directory, written, fsynced and closed,
-// renamed over path, and the directory fsynced. On any error before the
-// rename, path is untouched and the temporary file is removed.
-func writeFileAtomic(ctx context.Context, path string, data []byte, beforeRename func(string) error) error {
-	if err := atomicfile.Write(ctx, path, data, 0o600, atomicfile.Options{BeforeRename: beforeRename}); err != nil {
-		return newErr(KindIO, "writing "+path, err)
-	}
-	return nil
 }

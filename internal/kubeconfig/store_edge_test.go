@@ -178,3 +178,46 @@ func TestPollBacksOff(t *testing.T) {
 		t.Errorf("%d tries in %s; want about 10 (2, 4, ... 64 ms apart)", n, time.Since(start))
 	}
 }
+
+// TestStoreRefusesPlantedLinks: a link planted where the store puts its
+// lock files or a backup (names it makes itself, beside the kubeconfig)
+// is never opened or written through: a lock link fails the update naming
+// it, a backup link is passed over for the next free name; the link's
+// target keeps its content.
+func TestStoreRefusesPlantedLinks(t *testing.T) {
+	for _, suffix := range []string{lockSuffix, ".lock"} {
+		st := newStore(t)
+		kt.WriteFile(t, st.Path, []byte("apiVersion: v1\nkind: Config\n"), 0o600)
+		victim := filepath.Join(t.TempDir(), "victim")
+		kt.WriteFile(t, victim, []byte("keep"), 0o644)
+		if err := os.Symlink(victim, st.Path+suffix); err != nil {
+			t.Fatal(err)
+		}
+		st.LockTimeout = 200 * time.Millisecond
+		_, err := st.Update(context.Background(), addContext("a"))
+		if suffix == lockSuffix && (err == nil || !strings.Contains(err.Error(), "refusing to write through "+st.Path+suffix)) {
+			t.Errorf("%s: %v", suffix, err)
+		}
+		if suffix == ".lock" && err == nil {
+			t.Errorf("%s: a planted kubectl lock link was taken as free", suffix)
+		}
+		if b := mustRead(t, victim); string(b) != "keep" {
+			t.Errorf("%s: the link's target became %q", suffix, b)
+		}
+	}
+	st := newStore(t)
+	st.Now = func() time.Time { return time.Date(2026, 12, 2, 15, 4, 5, 6, time.UTC) }
+	kt.WriteFile(t, st.Path, []byte("apiVersion: v1\nkind: Config\n"), 0o600)
+	victim := filepath.Join(t.TempDir(), "victim")
+	base := st.Path + ".hybridctl-backup-20261202T150405.000000006Z"
+	if err := os.Symlink(victim, base); err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.Update(context.Background(), addContext("a"))
+	if err != nil || res.Backup != base+"-1" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if _, err := os.Stat(victim); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the backup was written through the link: %v", err)
+	}
+}

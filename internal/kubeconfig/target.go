@@ -5,12 +5,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/hybridctl/hybridctl/internal/atomicfile"
 )
 
 // TargetPath picks the kubeconfig file to change, as kubectl does for a
 // single file: the explicit path (--kubeconfig), else the first entry of
 // $KUBECONFIG (kubeconfigEnv), else ~/.kube/config. A symlink is followed so
-// that the link itself survives the rename of an atomic write.
+// that the link itself survives the rename of an atomic write (the user
+// named it, and kubectl follows it), except another user's link in a
+// sticky, world-writable directory, which the kernel does not follow
+// either (atomicfile.FollowLink).
 func TargetPath(explicit, kubeconfigEnv string) (string, error) {
 	p := explicit
 	if p == "" {
@@ -58,6 +63,10 @@ func resolveLink(path string) (string, error) {
 		dest, err := os.Readlink(path)
 		if err != nil {
 			return "", newErr(KindIO, fmt.Sprintf("kubeconfig %s", path), err)
+		}
+		// As the kernel: not another user's link in a sticky directory.
+		if err := atomicfile.FollowLink(path, dest, fi); err != nil {
+			return "", newErr(KindIO, fmt.Sprintf("kubeconfig %s", start), err)
 		}
 		if !filepath.IsAbs(dest) {
 			dest = filepath.Join(filepath.Dir(path), dest)

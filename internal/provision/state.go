@@ -101,14 +101,15 @@ func LoadState(path, cluster string) (*State, error) {
 }
 
 // Save writes the state to path atomically (atomicfile: temporary file in
-// the same directory, fsync, rename), mode 0600, creating the directory
-// (0700) if needed.
+// the same directory, fsync, rename), mode 0600, creating what is missing
+// of its directory (0700) without following links; path is the user's
+// (--state, or .hybridctl/ beside the spec), followed as named.
 func (s *State) Save(ctx context.Context, path string) error {
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := atomicfile.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("writing state file: %w", err)
 	}
 	return atomicfile.Write(ctx, path, append(data, '\n'), 0o600, atomicfile.Options{})

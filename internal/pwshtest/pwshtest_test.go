@@ -120,8 +120,11 @@ func TestTransportCommandsParse(t *testing.T) {
 	if len(scripts) != 4 {
 		t.Fatalf("%d commands arrived, want 4", len(scripts))
 	}
-	if !strings.Contains(scripts[1].Text, "Invoke-Native 'icacls.exe'") {
-		t.Errorf("the 0600 upload restricts the ACL through Invoke-Native:\n%s", scripts[1].Text)
+	if !strings.Contains(scripts[1].Text, "[System.IO.FileMode]::CreateNew") || strings.Contains(scripts[1].Text, "icacls") {
+		t.Errorf("the 0600 upload creates its file with the restricted ACL, and changes no ACL after:\n%s", scripts[1].Text)
+	}
+	if !strings.Contains(scripts[2].Text, "Invoke-Native 'icacls.exe' @($dst, '/reset')") {
+		t.Errorf("the 0644 upload gives the inherited permissions through Invoke-Native:\n%s", scripts[2].Text)
 	}
 	Check(t, scripts...)
 }

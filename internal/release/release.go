@@ -229,7 +229,7 @@ func Build(ctx context.Context, opts Options) ([]File, error) {
 	if err := os.Rename(files, out); err != nil {
 		return nil, err
 	}
-	if err := atomicfile.SyncDir(filepath.Dir(out)); err != nil {
+	if err := syncDir(filepath.Dir(out)); err != nil {
 		return nil, err
 	}
 	progress("release: %d files in %s", len(list), out)
@@ -290,4 +290,20 @@ func formatChecksums(list []File) []byte {
 		fmt.Fprintf(&b, "%s  %s\n", f.SHA256, f.Name)
 	}
 	return []byte(b.String())
+}
+
+// syncDir makes a rename in the directory at path durable.
+func syncDir(path string) error {
+	d, err := atomicfile.OpenDir(path, 0)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }

@@ -42,30 +42,39 @@ func containerdHosts(p *plan.Plan, certsDir, sep string) []hostsFile {
 		return nil
 	}
 	regDir := hostDirectory(reg.HostPort)
-	caLine := ""
-	if reg.HasCA {
-		caLine = fmt.Sprintf("  ca = '%s%s%s%sca.crt'\n", certsDir, sep, regDir, sep)
-	}
-	hostURL := "https://" + reg.HostPort
+	// The private registry is the namespace's `server`, not a [host]:
+	// containerd tries the [host] entries in order and then `server`, and
+	// when `server` is missing it appends the upstream registry itself
+	// (registry-1.docker.io for docker.io), so a mirror given only as a
+	// [host] falls back to the internet when it fails. With `server` set
+	// and no [host], the private registry is the only host containerd
+	// knows for the namespace (containerd docs/hosts.md, "server field";
+	// core/remotes/docker/config/hosts.go, parseHostsFile and
+	// ConfigureHosts).
+	serverURL := "https://" + reg.HostPort
 	override := ""
 	if reg.Path != "" {
-		hostURL += "/v2/" + reg.Path
-		override = "  override_path = true\n"
+		serverURL += "/v2/" + reg.Path
+		override = "override_path = true\n"
+	}
+	caLine := ""
+	if reg.HasCA {
+		caLine = fmt.Sprintf("ca = '%s%s%s%sca.crt'\n", certsDir, sep, regDir, sep)
 	}
 	mirror := "# containerd registry host configuration, rendered by hybridctl: every\n" +
 		"# image of this directory's registry is pulled from the private registry,\n" +
-		"# under the same repository path. There is no fallback to the internet.\n" +
-		fmt.Sprintf("[host.'%s']\n", hostURL) +
-		"  capabilities = ['pull', 'resolve']\n" + override + caLine
+		"# under the same repository path. The private registry is the server,\n" +
+		"# with no host table before it: containerd never falls back to the\n" +
+		"# upstream registry.\n" +
+		fmt.Sprintf("server = '%s'\n", serverURL) +
+		"capabilities = ['pull', 'resolve']\n" + override + caLine
 	var out []hostsFile
 	for _, up := range plan.MirroredRegistries() {
 		out = append(out, hostsFile{Dir: up, HostsTOML: mirror})
 	}
 	own := "# containerd registry host configuration for the private registry, rendered by hybridctl.\n" +
 		fmt.Sprintf("server = 'https://%s'\n", reg.HostPort)
-	if reg.HasCA {
-		own += fmt.Sprintf("ca = '%s%s%s%sca.crt'\n", certsDir, sep, regDir, sep)
-	}
+	own += caLine
 	out = append(out, hostsFile{Dir: regDir, HostsTOML: own, CA: reg.CA})
 	return out
 }

@@ -83,7 +83,7 @@ func TestWindowsBundleNoDownload(t *testing.T) {
 	}
 	for _, fine := range []string{
 		"# nothing is downloaded",
-		"[host.'https://registry.example.internal:5000']",
+		"server = 'https://registry.example.internal:5000/v2/mirror'",
 		"runtime-endpoint: npipe://./pipe/containerd-containerd",
 		"$Curly = 1",
 	} {

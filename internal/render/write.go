@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/hybridctl/hybridctl/internal/atomicfile"
 )
 
 // Marker is the file WriteDir puts at the top of every output directory:
@@ -40,81 +43,101 @@ const maxNamed = 20
 // dir's place with one rename. An existing dir must be empty, or, with
 // force, a previous render (it has Marker); it is replaced atomically where
 // the OS can exchange two directories (Linux), else with two renames.
+//
+// dir is the user's: when it is a symbolic link, render writes where it
+// points (the link stays). Below it nothing is followed: the temporary
+// directory and everything in it are made by render, one name at a time
+// without following links (internal/atomicfile's Dir), and a link in a
+// previous render is foreign (never followed, never replaced by --force).
 func WriteDir(ctx context.Context, dir string, files []File, force bool) (err error) {
-	dir = filepath.Clean(dir)
+	named := filepath.Clean(dir)
+	dir, err = atomicfile.ResolveUserPath(named)
+	if err != nil {
+		return fmt.Errorf("output directory %s: %w", named, err)
+	}
 	fi, statErr := os.Lstat(dir)
 	exists := statErr == nil
 	switch {
 	case statErr != nil && !errors.Is(statErr, fs.ErrNotExist):
-		return fmt.Errorf("output directory %s: %w", dir, statErr)
+		return fmt.Errorf("output directory %s: %w", named, statErr)
 	case exists && !fi.IsDir():
-		return fmt.Errorf("output directory %s: exists and is not a directory", dir)
+		return fmt.Errorf("output directory %s: exists and is not a directory", named)
 	}
 	if exists {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
-			return fmt.Errorf("output directory %s: %w", dir, err)
+			return fmt.Errorf("output directory %s: %w", named, err)
 		}
 		if len(entries) > 0 {
 			if !force {
-				return fmt.Errorf("output directory %s: %w", dir, ErrNotEmpty)
+				return fmt.Errorf("output directory %s: %w", named, ErrNotEmpty)
 			}
 			if _, err := os.Lstat(filepath.Join(dir, Marker)); err != nil {
-				return fmt.Errorf("output directory %s: not a hybridctl render output (no %s); refusing to replace it even with --force", dir, Marker)
+				return fmt.Errorf("output directory %s: not a hybridctl render output (no %s); refusing to replace it even with --force", named, Marker)
 			}
 			foreign, err := foreignEntries(dir)
 			if err != nil {
-				return fmt.Errorf("output directory %s: %w", dir, err)
+				return fmt.Errorf("output directory %s: %w", named, err)
 			}
 			if len(foreign) > 0 {
-				named := foreign
-				if len(named) > maxNamed {
-					named = append(named[:maxNamed:maxNamed], fmt.Sprintf("and %d more", len(foreign)-maxNamed))
+				shown := foreign
+				if len(shown) > maxNamed {
+					shown = append(shown[:maxNamed:maxNamed], fmt.Sprintf("and %d more", len(foreign)-maxNamed))
 				}
-				return fmt.Errorf("output directory %s: %w, so --force refuses to replace it (nothing was changed): %s; move them out, or render into another directory", dir, ErrForeign, strings.Join(named, ", "))
+				return fmt.Errorf("output directory %s: %w, so --force refuses to replace it (nothing was changed): %s; move them out, or render into another directory", named, ErrForeign, strings.Join(shown, ", "))
 			}
 			// A previous render made read-only (chmod -R a-w) could not
 			// be removed after the swap: make its directories writable
 			// first, which fails here, before any change, for a tree
 			// owned by someone else.
 			if err := makeWritable(dir); err != nil {
-				return fmt.Errorf("output directory %s: cannot replace the previous render: %w", dir, err)
+				return fmt.Errorf("output directory %s: cannot replace the previous render: %w", named, err)
 			}
 		}
 	}
-	parent := filepath.Dir(dir)
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	parent, err := atomicfile.OpenDir(filepath.Dir(dir), 0)
 	if err != nil {
-		return fmt.Errorf("output directory %s: %w", dir, err)
+		return fmt.Errorf("output directory %s: %w", named, err)
+	}
+	defer parent.Close()
+	base := filepath.Base(dir)
+	tmpName, err := parent.MkdirTemp("."+base+".tmp-", 0o700)
+	if err != nil {
+		return fmt.Errorf("output directory %s: %w", named, err)
 	}
 	defer func() {
 		if err != nil {
-			_ = os.RemoveAll(tmp)
+			_ = os.RemoveAll(parent.Path(tmpName))
 		}
 	}()
+	tmp, err := parent.OpenSub(tmpName)
+	if err != nil {
+		return fmt.Errorf("output directory %s: %w", named, err)
+	}
+	defer tmp.Close()
 	all := append([]File{{Path: Marker, Data: manifest(files), Mode: 0o644}}, files...)
 	if err := writeAll(ctx, tmp, all); err != nil {
-		return fmt.Errorf("output directory %s: %w", dir, err)
+		return fmt.Errorf("output directory %s: %w", named, err)
 	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("output directory %s: %w", dir, err)
+	if err := tmp.Chmod(0o755); err != nil {
+		return fmt.Errorf("output directory %s: %w", named, err)
 	}
-	if err := syncDir(tmp); err != nil {
-		return fmt.Errorf("output directory %s: %w", dir, err)
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("output directory %s: %w", named, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if !exists {
-		if err := os.Rename(tmp, dir); err != nil {
-			return fmt.Errorf("output directory %s: %w", dir, err)
+		if err := parent.Rename(tmpName, base); err != nil {
+			return fmt.Errorf("output directory %s: %w", named, err)
 		}
-		return syncDir(parent)
+		return parent.Sync()
 	}
-	if err := replaceDir(tmp, dir); err != nil {
-		return fmt.Errorf("output directory %s: %w", dir, err)
+	if err := replaceDir(parent, tmpName, base); err != nil {
+		return fmt.Errorf("output directory %s: %w", named, err)
 	}
-	return syncDir(parent)
+	return parent.Sync()
 }
 
 // writeWorkers is how many files are written and fsynced at once: an
@@ -122,23 +145,22 @@ func WriteDir(ctx context.Context, dir string, files []File, force bool) (err er
 // ones together.
 const writeWorkers = 128
 
-// writeAll writes files under root: first every directory, then the files
-// by writeWorkers workers (each file written, its mode set and fsynced),
-// then one fsync for each directory, deepest first, also concurrently.
-// Nothing outside root is touched; on error the caller removes root.
-func writeAll(ctx context.Context, root string, files []File) error {
-	// os.MkdirTemp(".", ...) gives "./.out.tmp-N", which filepath.Join
-	// cleans away: compare cleaned paths, or no directory is made.
-	root = filepath.Clean(root)
+// writeAll writes files under root: first every directory (made without
+// following links, each opened once), then the files by writeWorkers
+// workers (each file created new in its opened directory, written, its
+// mode set and fsynced), then one fsync for each directory, deepest first,
+// also concurrently. Nothing outside root is touched; on error the caller
+// removes root.
+func writeAll(ctx context.Context, root *atomicfile.Dir, files []File) error {
 	dirSet := map[string]bool{}
-	paths := make([]string, len(files))
+	rels := make([]string, len(files))
 	for i, f := range files {
 		rel := filepath.FromSlash(f.Path)
 		if !filepath.IsLocal(rel) {
 			return fmt.Errorf("%s: not a relative path inside the output directory", f.Path)
 		}
-		paths[i] = filepath.Join(root, rel)
-		for x := filepath.Dir(paths[i]); x != root && strings.HasPrefix(x, root); x = filepath.Dir(x) {
+		rels[i] = rel
+		for x := filepath.Dir(rel); x != "."; x = filepath.Dir(x) {
 			dirSet[x] = true
 		}
 	}
@@ -148,16 +170,28 @@ func writeAll(ctx context.Context, root string, files []File) error {
 	}
 	// Parents before children for Mkdir; children first for the fsyncs.
 	sort.Strings(dirs)
+	open := map[string]*atomicfile.Dir{".": root}
+	defer func() {
+		for d, o := range open {
+			if d != "." {
+				o.Close()
+			}
+		}
+	}()
 	for _, d := range dirs {
-		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		o, err := open[filepath.Dir(d)].MkdirAll(filepath.Base(d), 0o755)
+		if err != nil {
 			return err
 		}
+		open[d] = o
 	}
-	if err := parallel(ctx, len(files), func(i int) error { return writeOne(paths[i], files[i]) }); err != nil {
+	if err := parallel(ctx, len(files), func(i int) error {
+		return writeOne(open[filepath.Dir(rels[i])], filepath.Base(rels[i]), files[i])
+	}); err != nil {
 		return err
 	}
 	slices.Reverse(dirs)
-	return parallel(ctx, len(dirs), func(i int) error { return syncDir(dirs[i]) })
+	return parallel(ctx, len(dirs), func(i int) error { return open[dirs[i]].Sync() })
 }
 
 // parallel runs do(0..n-1) on up to writeWorkers goroutines and returns
@@ -200,14 +234,14 @@ func parallel(ctx context.Context, n int, do func(int) error) error {
 	return nil
 }
 
-// writeOne writes f at p (its directory exists), sets its mode exactly and
-// fsyncs it.
-func writeOne(p string, f File) error {
+// writeOne writes f as name in d (created new, never through a link),
+// sets its mode exactly and fsyncs it.
+func writeOne(d *atomicfile.Dir, name string, f File) error {
 	mode := f.Mode
 	if mode == 0 {
 		mode = 0o644
 	}
-	fh, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	fh, err := d.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return err
 	}
@@ -239,21 +273,22 @@ func syncDir(d string) error {
 	return nil
 }
 
-// replaceDir puts the directory tmp in dir's place and removes the old one.
-func replaceDir(tmp, dir string) error {
-	if err := exchange(tmp, dir); err == nil {
+// replaceDir puts the directory tmp (a name in parent) in the place of
+// dir (another name in parent) and removes the old one.
+func replaceDir(parent *atomicfile.Dir, tmp, dir string) error {
+	if err := parent.Exchange(tmp, dir); err == nil {
 		// tmp now holds the old contents.
-		return os.RemoveAll(tmp)
+		return os.RemoveAll(parent.Path(tmp))
 	}
 	old := tmp + ".old"
-	if err := os.Rename(dir, old); err != nil {
+	if err := parent.Rename(dir, old); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, dir); err != nil {
-		_ = os.Rename(old, dir)
+	if err := parent.Rename(tmp, dir); err != nil {
+		_ = parent.Rename(old, dir)
 		return err
 	}
-	return os.RemoveAll(old)
+	return os.RemoveAll(parent.Path(old))
 }
 
 // manifest is Marker's content: the header and every path written, sorted.
@@ -266,12 +301,50 @@ func manifest(files []File) []byte {
 	return []byte(manifestHeader + "\n" + strings.Join(paths, "\n") + "\n")
 }
 
+// maxMarkerBytes bounds what render reads of a previous render's Marker
+// (5,000 nodes' files are about 1 MiB of paths).
+const maxMarkerBytes = 16 << 20
+
+// readMarker reads dir's Marker: a regular file, not a link (a link there
+// is foreign, and could lead to a file that never ends), at most
+// maxMarkerBytes.
+func readMarker(dir string) ([]byte, error) {
+	d, err := atomicfile.OpenDir(dir, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	f, err := d.OpenFile(Marker, os.O_RDONLY|openNonblock, 0)
+	if errors.Is(err, atomicfile.ErrLink) {
+		return nil, fmt.Errorf("%w: %s is a symbolic link", ErrForeign, Marker)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file (%s)", ErrForeign, Marker, st.Mode().Type())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxMarkerBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxMarkerBytes {
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes, more than render writes", ErrForeign, Marker, maxMarkerBytes)
+	}
+	return b, nil
+}
+
 // foreignEntries lists, sorted, what dir holds beyond the files its
 // manifest names and their directories: a directory render did not create
 // is named once ("x/"), a symbolic link or a directory where render wrote
 // a file is foreign too. Links are never followed.
 func foreignEntries(dir string) ([]string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, Marker))
+	b, err := readMarker(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -324,24 +397,43 @@ func foreignEntries(dir string) ([]string, error) {
 
 // makeWritable gives the owner write and search permission on every
 // directory of the tree at dir (a previous render, checked to hold only
-// render's files), so that it can be removed after the swap.
+// render's files), so that it can be removed after the swap. Each
+// directory is opened without following links before its mode changes.
 func makeWritable(dir string) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if m := fi.Mode().Perm(); m&0o300 != 0o300 {
-			if err := os.Chmod(p, m|0o300); err != nil {
-				return fmt.Errorf("%s is read-only and cannot be made writable (owned by another user?): %w", p, err)
+	root, err := atomicfile.OpenDir(dir, 0)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return makeWritableDir(root)
+}
+
+func makeWritableDir(d *atomicfile.Dir) error {
+	st, err := d.Stat()
+	if err == nil {
+		if m := st.Mode().Perm(); m&0o300 != 0o300 {
+			if err := d.Chmod(m | 0o300); err != nil {
+				return fmt.Errorf("%s is read-only and cannot be made writable (owned by another user?): %w", d.Name(), err)
 			}
 		}
-		return nil
-	})
+	}
+	ents, err := d.ReadDir()
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		sub, err := d.OpenSub(e.Name())
+		if err != nil {
+			return err
+		}
+		err = makeWritableDir(sub)
+		sub.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

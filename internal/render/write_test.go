@@ -162,3 +162,36 @@ func TestWriteDirRelative(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteDirFollowsTheUsersLink: -o DIR where DIR is a symbolic link the
+// user made to a directory renders where it points, first time and with
+// --force; the link stays a link. What is inside it is not followed: a
+// link in the previous render is foreign (TestForceKeepsForeignFiles).
+func TestWriteDirFollowsTheUsersLink(t *testing.T) {
+	ctx := context.Background()
+	base := t.TempDir()
+	real := filepath.Join(base, "renders", "lab")
+	if err := os.MkdirAll(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(base, "out")
+	if err := os.Symlink("renders/lab", out); err != nil {
+		t.Fatal(err)
+	}
+	for i, force := range []bool{false, true} {
+		data := []byte{byte('a' + i)}
+		if err := WriteDir(ctx, out, []File{{Path: "nodes/n1/prepare.sh", Data: data, Mode: 0o755}}, force); err != nil {
+			t.Fatalf("render %d: %v", i, err)
+		}
+		if st, err := os.Lstat(out); err != nil || st.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("render %d replaced the user's link: %v %v", i, st, err)
+		}
+		if got := readTree(t, real)["nodes/n1/prepare.sh"]; got != string(data) {
+			t.Errorf("render %d: %q in the link's directory", i, got)
+		}
+	}
+	ents, _ := os.ReadDir(base)
+	if len(ents) != 2 {
+		t.Errorf("left beside the output: %v", ents)
+	}
+}

@@ -144,7 +144,7 @@ foreach ($p in $paths) {
   $f = Join-Path $base ($p -replace '/', '\')
   if (Test-Path -LiteralPath $f -PathType Leaf) { '{0} {1}' -f (Get-FileHash -LiteralPath $f -Algorithm SHA256).Hash.ToLowerInvariant(), $p }
 }
-Get-ChildItem -LiteralPath $base -Recurse -Filter '*.hybridctl-part' -ErrorAction SilentlyContinue | Remove-Item -Force
+Get-ChildItem -LiteralPath $base -Recurse -Filter '*.hybridctl-part-*' -ErrorAction SilentlyContinue | Remove-Item -Force
 $s = Join-Path $base 'SHA256SUMS'
 if (Test-Path -LiteralPath $s -PathType Leaf) { '` + bundleSumsMarker + `{0}' -f (Get-FileHash -LiteralPath $s -Algorithm SHA256).Hash.ToLowerInvariant() }
 `)
@@ -300,24 +300,18 @@ func BundleFrom(ctx context.Context, p *plan.Plan, dir string) (*Bundle, error) 
 	if err := rep.Err(); err != nil {
 		return nil, fmt.Errorf("--bundle %s: %w", dir, incompleteError{err})
 	}
-	sums, err := bundle.ReadSums(ctx, filepath.Join(dir, bundle.SumsFile))
-	if err != nil {
-		return nil, err
-	}
-	listed := map[string]string{}
-	for _, s := range sums {
-		listed[s.Path] = s.SHA256
-	}
+	// The sha256 and size of each file are the ones verified, from the
+	// same state of the directory: nothing is read again.
 	b := &Bundle{Dir: dir}
 	for _, a := range arts {
 		if a.OS != bundle.OSLinux && a.OS != bundle.OSWindows {
 			continue
 		}
-		fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(a.Path)))
-		if err != nil {
-			return nil, fmt.Errorf("--bundle %s: %w", dir, err)
+		c, ok := rep.Checked[a.Path]
+		if !ok {
+			return nil, fmt.Errorf("--bundle %s: %s was not checked", dir, a.Path)
 		}
-		f := BundleFile{Path: a.Path, SHA256: listed[a.Path], Size: fi.Size()}
+		f := BundleFile{Path: a.Path, SHA256: c.SHA256, Size: c.Size}
 		if a.OS == bundle.OSWindows {
 			b.Windows = append(b.Windows, f)
 		} else {

@@ -86,6 +86,12 @@ func Gather(ctx context.Context, r Runner, h provision.Host, apiName string) (*F
 	if err != nil {
 		return nil, fmt.Errorf("gathering facts: %w", err)
 	}
+	// The transport keeps the start and the end of a long output: a host
+	// that printed more than that is not believed in part.
+	if res.Truncated() {
+		return nil, fmt.Errorf("gathering facts: %s sent %s (%d bytes) on standard output, more than the %s hybridctl reads whole; nothing of it was used",
+			h.Name, transport.MiB(res.StdoutBytes), res.StdoutBytes, transport.MiB(2*transport.DefaultKeep))
+	}
 	f := Parse(h, string(res.Stdout))
 	f.RoundTrip = rtt
 	if f.HostEpoch > 0 {

@@ -441,3 +441,26 @@ func TestPostPrepareWaitsForTheClock(t *testing.T) {
 		})
 	}
 }
+
+// TestGatherRefusesAFloodOfFacts: a host whose fact script prints more
+// than the transport keeps whole (its hostname command answers with 40 MiB
+// here, through the loopback sshd) fails the gathering with a message that
+// says how much it sent; exactly what the transport keeps whole is still
+// parsed.
+func TestGatherRefusesAFloodOfFacts(t *testing.T) {
+	c, srv := dialLoopback(t)
+	srv.Shim("hostname", "#!/bin/sh\nhead -c 41943040 /dev/zero\n")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := Gather(ctx, c, linuxWorker, "localhost")
+	if err == nil || !strings.Contains(err.Error(), "gathering facts: "+linuxWorker.Name+" sent 40.0 MiB (419") ||
+		!strings.Contains(err.Error(), "more than the 2.0 MiB hybridctl reads whole") {
+		t.Fatalf("err = %v", err)
+	}
+	// A long but acceptable answer (1.5 MiB of name) is read.
+	srv.Shim("hostname", "#!/bin/sh\nhead -c 1572864 /dev/zero | tr '\\0' x; echo\n")
+	f, err := Gather(ctx, c, linuxWorker, "localhost")
+	if err != nil || len(f.Hostname) != 1572864 {
+		t.Fatalf("1.5 MiB: %d bytes of hostname, %v", len(f.Hostname), err)
+	}
+}

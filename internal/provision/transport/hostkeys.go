@@ -122,7 +122,7 @@ func (k *KnownHosts) appendLocked(ctx context.Context, address string, key ssh.P
 		old = append(old, '\n')
 	}
 	line := knownhosts.Line([]string{knownhosts.Normalize(address)}, key) + "\n"
-	if err := os.MkdirAll(filepath.Dir(k.Path), 0o700); err != nil {
+	if err := atomicfile.MkdirAll(filepath.Dir(k.Path), 0o700); err != nil {
 		return fmt.Errorf("adding host key of %s: %w", address, err)
 	}
 	if err := atomicfile.Write(ctx, k.Path, append(old, line...), 0o600, atomicfile.Options{}); err != nil {

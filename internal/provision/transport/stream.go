@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,8 +35,9 @@ var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // in memory, and replaces dst only when the node itself computed the
 // expected sha256 (lower-case hex) over what arrived: a short or corrupted
 // transfer never replaces anything. Parent directories are created 0755
-// and owned by root (Linux); the file gets mode (Linux; on Windows it
-// inherits the directory's permissions). The transfer fails when no data
+// and owned by root (Linux); the file gets mode (on Windows: received into
+// a file only Administrators and SYSTEM can open, then, for a mode with
+// group or other bits, given the directory's inherited permissions). The transfer fails when no data
 // moves for StreamIdleTimeout; ctx bounds the whole upload.
 func (c *Client) UploadStream(ctx context.Context, dst string, r io.Reader, sha256hex string, mode fs.FileMode) error {
 	if dst == "" {
@@ -65,7 +65,7 @@ func (c *Client) UploadStream(ctx context.Context, dst string, r io.Reader, sha2
 	var script string
 	var in io.Reader = wr
 	if c.cfg.OS == provision.Windows {
-		script = windowsStreamScript(dst, sha256hex)
+		script = windowsStreamScript(dst, sha256hex, mode)
 		in = newBase64LineReader(wr)
 	} else {
 		script = linuxStreamScript(dst, sha256hex, mode)
@@ -143,26 +143,8 @@ mv -f "$tmp" %[2]s
 trap - EXIT`, ShellQuote(path.Dir(dst)), ShellQuote(dst), sum, mode.Perm())
 }
 
-func windowsStreamScript(dst, sum string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "$dst = %s\n$want = %s\n", PSQuote(dst), PSQuote(sum))
-	b.WriteString(`$dir = Split-Path -Parent $dst
-if ($dir) { New-Item -ItemType Directory -Force -Path $dir | Out-Null }
-$tmp = "$dst.hybridctl-part"
-$f = [System.IO.File]::Open($tmp, [System.IO.FileMode]::Create, [System.IO.FileAccess]::Write)
-try {
-  while ($null -ne ($line = [Console]::In.ReadLine())) {
-    if ($line.Length -gt 0) { $bytes = [Convert]::FromBase64String($line); $f.Write($bytes, 0, $bytes.Length) }
-  }
-} finally { $f.Close() }
-$got = (Get-FileHash -LiteralPath $tmp -Algorithm SHA256).Hash.ToLowerInvariant()
-if ($got -ne $want) {
-  Remove-Item -Force -LiteralPath $tmp
-  throw "the received file has sha256 $got, want $want; nothing was replaced"
-}
-Move-Item -Force -LiteralPath $tmp -Destination $dst
-`)
-	return b.String()
+func windowsStreamScript(dst, sum string, mode fs.FileMode) string {
+	return windowsReceiveScript(dst, "part", sum, mode.Perm()&0o077 == 0)
 }
 
 // base64LineReader encodes what it reads as base64 lines of uploadChunk

@@ -127,9 +127,10 @@ func TestUploadStreamWindows(t *testing.T) {
 	if !bytes.Equal(got, data) || len(lines) != (len(data)+uploadChunk-1)/uploadChunk {
 		t.Errorf("%d lines decode to %d bytes, want %d", len(lines), len(got), len(data))
 	}
-	script := windowsStreamScript(`C:\k\bundle\windows-amd64\kubelet.exe`, sumHex(data))
+	script := windowsStreamScript(`C:\k\bundle\windows-amd64\kubelet.exe`, sumHex(data), 0o644)
 	for _, want := range []string{`$dst = 'C:\k\bundle\windows-amd64\kubelet.exe'`, "$want = '" + sumHex(data) + "'",
-		"Get-FileHash -LiteralPath $tmp -Algorithm SHA256", "Remove-Item -Force -LiteralPath $tmp", "Move-Item -Force -LiteralPath $tmp -Destination $dst"} {
+		"Get-FileHash -LiteralPath $tmp -Algorithm SHA256", "Remove-Item -Force -LiteralPath $tmp", "Move-Item -Force -LiteralPath $tmp -Destination $dst",
+		"'.hybridctl-part-'"} {
 		if !strings.Contains(script, want) {
 			t.Errorf("the Windows upload script lacks %q", want)
 		}

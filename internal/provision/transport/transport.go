@@ -9,7 +9,6 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -73,9 +72,19 @@ type Client struct {
 
 // Result is the outcome of a command that ran to completion.
 type Result struct {
+	// Stdout and Stderr are what was kept of the two streams (Limits):
+	// whole, or their first and last bytes around a line that says how
+	// much was dropped.
 	Stdout, Stderr []byte
 	ExitCode       int
+	// StdoutBytes and StderrBytes are how many bytes the host sent.
+	StdoutBytes, StderrBytes int64
+	stdoutCut                bool
 }
+
+// Truncated reports whether some of standard output was dropped, so that
+// Stdout is not the whole output.
+func (r *Result) Truncated() bool { return r.stdoutCut }
 
 // CommandError is a command that failed: a non-zero exit code, a lost
 // connection or a cancelled context. It keeps the output; Error() does not
@@ -92,6 +101,8 @@ type CommandError struct {
 	Stdout, Stderr []byte
 	// Output is stdout and stderr together as they arrived (the order
 	// across the two streams is best-effort: SSH carries them separately).
+	// Like Stdout and Stderr, only its start and end are kept when it is
+	// long (Limits.Keep).
 	Output []byte
 	Err    error
 }
@@ -286,30 +297,28 @@ func (c *Client) Run(ctx context.Context, script string) (*Result, error) {
 // RunWithStdin is Run with data on the command's standard input (how
 // secrets reach the host: never on a command line).
 func (c *Client) RunWithStdin(ctx context.Context, script string, stdin io.Reader) (*Result, error) {
+	return c.RunLimited(ctx, script, stdin, Limits{})
+}
+
+// RunLimited is RunWithStdin with the output kept as l says.
+func (c *Client) RunLimited(ctx context.Context, script string, stdin io.Reader, l Limits) (*Result, error) {
 	if err := validText(script); err != nil {
 		return nil, &CommandError{Host: c.cfg.Host, Command: script, ExitCode: -1, Err: err}
 	}
-	return c.exec(ctx, script, c.CommandLine(script), stdin)
+	return c.exec(ctx, script, c.CommandLine(script), stdin, l)
 }
 
 // Exec runs command exactly as given (no sudo, no PowerShell wrapping).
 func (c *Client) Exec(ctx context.Context, command string, stdin io.Reader) (*Result, error) {
-	return c.exec(ctx, command, command, stdin)
+	return c.exec(ctx, command, command, stdin, Limits{})
 }
 
-// syncWriter serialises writes to the interleaved output buffer.
-type syncWriter struct {
-	mu *sync.Mutex
-	b  *bytes.Buffer
+// ExecLimited is Exec with the output kept as l says.
+func (c *Client) ExecLimited(ctx context.Context, command string, stdin io.Reader, l Limits) (*Result, error) {
+	return c.exec(ctx, command, command, stdin, l)
 }
 
-func (w syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (c *Client) exec(ctx context.Context, shown, line string, stdin io.Reader) (*Result, error) {
+func (c *Client) exec(ctx context.Context, shown, line string, stdin io.Reader, l Limits) (*Result, error) {
 	fail := func(code int, err error, so, se, all []byte) error {
 		return &CommandError{Host: c.cfg.Host, Command: shown, ExitCode: code, Stdout: so, Stderr: se, Output: all, Err: err}
 	}
@@ -325,13 +334,33 @@ func (c *Client) exec(ctx context.Context, shown, line string, stdin io.Reader) 
 		return nil, fail(-1, fmt.Errorf("opening a session: %w", err), nil, nil, nil)
 	}
 	defer func() { _ = sess.Close() }()
-	var stdout, stderr, all bytes.Buffer
+	keep := l.Keep
+	if keep <= 0 {
+		keep = DefaultKeep
+	}
+	stdout, stderr, all := newKept(keep, keep), newKept(keep, keep), newKept(keep, keep)
+	if l.Max > 0 {
+		stdout = newLimited(int(min(l.Max, 1<<40)))
+	}
+	var outW io.Writer = io.MultiWriter(stdout, all)
+	if l.Spill != nil {
+		outW = io.MultiWriter(stdout, all, l.Spill)
+	}
+	// One lock for the three: the two streams arrive on two goroutines,
+	// and a cancelled command is read while they may still write.
 	var mu sync.Mutex
-	sess.Stdout = io.MultiWriter(&stdout, syncWriter{&mu, &all})
-	sess.Stderr = io.MultiWriter(&stderr, syncWriter{&mu, &all})
+	sess.Stdout = lockedWriter{&mu, outW}
+	sess.Stderr = lockedWriter{&mu, io.MultiWriter(stderr, all)}
 	sess.Stdin = stdin
 	if err := sess.Start(line); err != nil {
 		return nil, fail(-1, fmt.Errorf("starting the command: %w", err), nil, nil, nil)
+	}
+	// overLimit is the error of a standard output longer than l.Max.
+	overLimit := func(unfinished bool) error {
+		if l.Max > 0 && stdout.total > l.Max {
+			return &OutputLimitError{Host: c.cfg.Host, Sent: stdout.total, Max: l.Max, Unfinished: unfinished}
+		}
+		return nil
 	}
 	done := make(chan error, 1)
 	go func() { done <- sess.Wait() }()
@@ -347,17 +376,24 @@ func (c *Client) exec(ctx context.Context, shown, line string, stdin io.Reader) 
 		_ = sess.Signal(ssh.SIGKILL)
 		_ = sess.Close()
 		mu.Lock()
-		so, se, out := bytes.Clone(stdout.Bytes()), bytes.Clone(stderr.Bytes()), bytes.Clone(all.Bytes())
-		mu.Unlock()
-		return nil, fail(-1, ctx.Err(), so, se, out)
+		defer mu.Unlock()
+		if lim := overLimit(true); lim != nil {
+			return nil, fail(-1, fmt.Errorf("%w (%w)", lim, ctx.Err()), nil, stderr.Bytes(), all.Bytes())
+		}
+		return nil, fail(-1, ctx.Err(), stdout.Bytes(), stderr.Bytes(), all.Bytes())
 	}
 	mu.Lock()
+	defer mu.Unlock()
+	if lim := overLimit(false); lim != nil {
+		// Standard output is not kept: it was too long to be used.
+		return nil, fail(-1, lim, nil, stderr.Bytes(), all.Bytes())
+	}
 	so, se, out := stdout.Bytes(), stderr.Bytes(), all.Bytes()
-	mu.Unlock()
+	soN, seN := stdout.total, stderr.total
 	var ee *ssh.ExitError
 	switch {
 	case err == nil:
-		return &Result{Stdout: so, Stderr: se}, nil
+		return &Result{Stdout: so, Stderr: se, StdoutBytes: soN, StderrBytes: seN, stdoutCut: stdout.dropped() > 0}, nil
 	case errors.As(err, &ee):
 		// A process killed by a signal has no exit code: the server sends
 		// exit-signal and x/crypto/ssh reports 128+n as its status.

@@ -440,12 +440,18 @@ func TestUploadWindowsStream(t *testing.T) {
 	if !bytes.Equal(got, data) {
 		t.Error("uploaded bytes differ")
 	}
-	script := windowsUploadScript(`C:\k\join.yaml`, 0o600)
-	if !strings.Contains(script, `$dst = 'C:\k\join.yaml'`) || !strings.Contains(script, "/inheritance:r") {
+	// The script's order and ACL are TestWindowsReceiveScriptACLFirst's
+	// (receive_acl_test.go), parsed there by the PowerShell grammar.
+	last := f.srv.Commands()[len(f.srv.Commands())-1]
+	script, err := DecodePowerShell(strings.TrimPrefix(last, "powershell -NoProfile -NonInteractive -EncodedCommand "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(script, `$dst = 'C:\k\join.yaml'`) || !strings.Contains(script, "'.hybridctl-upload-'") || strings.Contains(script, "icacls") {
 		t.Errorf("script:\n%s", script)
 	}
-	if strings.Contains(windowsUploadScript(`C:\k\a`, 0o644), "icacls") {
-		t.Error("a public file must keep inherited permissions")
+	if !strings.Contains(windowsUploadScript(`C:\k\a`, 0o644), "Invoke-Native 'icacls.exe' @($dst, '/reset')") {
+		t.Error("a public file must get the directory's inherited permissions")
 	}
 }
 

@@ -238,37 +238,47 @@ hosts_changed=0
 install -d -m 755 '/etc/containerd/certs.d/registry.k8s.io'
 printf '%s' '# containerd registry host configuration, rendered by hybridctl: every
 # image of this directory'\''s registry is pulled from the private registry,
-# under the same repository path. There is no fallback to the internet.
-[host.'\''https://192.168.10.1:5000'\'']
-  capabilities = ['\''pull'\'', '\''resolve'\'']
+# under the same repository path. The private registry is the server,
+# with no host table before it: containerd never falls back to the
+# upstream registry.
+server = '\''https://192.168.10.1:5000'\''
+capabilities = ['\''pull'\'', '\''resolve'\'']
 ' | install_file 644 '/etc/containerd/certs.d/registry.k8s.io/hosts.toml' && hosts_changed=1
 install -d -m 755 '/etc/containerd/certs.d/docker.io'
 printf '%s' '# containerd registry host configuration, rendered by hybridctl: every
 # image of this directory'\''s registry is pulled from the private registry,
-# under the same repository path. There is no fallback to the internet.
-[host.'\''https://192.168.10.1:5000'\'']
-  capabilities = ['\''pull'\'', '\''resolve'\'']
+# under the same repository path. The private registry is the server,
+# with no host table before it: containerd never falls back to the
+# upstream registry.
+server = '\''https://192.168.10.1:5000'\''
+capabilities = ['\''pull'\'', '\''resolve'\'']
 ' | install_file 644 '/etc/containerd/certs.d/docker.io/hosts.toml' && hosts_changed=1
 install -d -m 755 '/etc/containerd/certs.d/quay.io'
 printf '%s' '# containerd registry host configuration, rendered by hybridctl: every
 # image of this directory'\''s registry is pulled from the private registry,
-# under the same repository path. There is no fallback to the internet.
-[host.'\''https://192.168.10.1:5000'\'']
-  capabilities = ['\''pull'\'', '\''resolve'\'']
+# under the same repository path. The private registry is the server,
+# with no host table before it: containerd never falls back to the
+# upstream registry.
+server = '\''https://192.168.10.1:5000'\''
+capabilities = ['\''pull'\'', '\''resolve'\'']
 ' | install_file 644 '/etc/containerd/certs.d/quay.io/hosts.toml' && hosts_changed=1
 install -d -m 755 '/etc/containerd/certs.d/ghcr.io'
 printf '%s' '# containerd registry host configuration, rendered by hybridctl: every
 # image of this directory'\''s registry is pulled from the private registry,
-# under the same repository path. There is no fallback to the internet.
-[host.'\''https://192.168.10.1:5000'\'']
-  capabilities = ['\''pull'\'', '\''resolve'\'']
+# under the same repository path. The private registry is the server,
+# with no host table before it: containerd never falls back to the
+# upstream registry.
+server = '\''https://192.168.10.1:5000'\''
+capabilities = ['\''pull'\'', '\''resolve'\'']
 ' | install_file 644 '/etc/containerd/certs.d/ghcr.io/hosts.toml' && hosts_changed=1
 install -d -m 755 '/etc/containerd/certs.d/mcr.microsoft.com'
 printf '%s' '# containerd registry host configuration, rendered by hybridctl: every
 # image of this directory'\''s registry is pulled from the private registry,
-# under the same repository path. There is no fallback to the internet.
-[host.'\''https://192.168.10.1:5000'\'']
-  capabilities = ['\''pull'\'', '\''resolve'\'']
+# under the same repository path. The private registry is the server,
+# with no host table before it: containerd never falls back to the
+# upstream registry.
+server = '\''https://192.168.10.1:5000'\''
+capabilities = ['\''pull'\'', '\''resolve'\'']
 ' | install_file 644 '/etc/containerd/certs.d/mcr.microsoft.com/hosts.toml' && hosts_changed=1
 install -d -m 755 '/etc/containerd/certs.d/192.168.10.1_5000_'
 printf '%s' '# containerd registry host configuration for the private registry, rendered by hybridctl.

@@ -405,33 +405,43 @@ $CertsDir = 'C:\Program Files\containerd\certs.d'
 $changed = $false
 if (Set-FileText ($CertsDir + '\' + 'registry.k8s.io' + '\hosts.toml') '# containerd registry host configuration, rendered by hybridctl: every
 # image of this directory''s registry is pulled from the private registry,
-# under the same repository path. There is no fallback to the internet.
-[host.''https://registry.example.internal:5000'']
-  capabilities = [''pull'', ''resolve'']
+# under the same repository path. The private registry is the server,
+# with no host table before it: containerd never falls back to the
+# upstream registry.
+server = ''https://registry.example.internal:5000''
+capabilities = [''pull'', ''resolve'']
 ') { $changed = $true }
 if (Set-FileText ($CertsDir + '\' + 'docker.io' + '\hosts.toml') '# containerd registry host configuration, rendered by hybridctl: every
 # image of this directory''s registry is pulled from the private registry,
-# under the same repository path. There is no fallback to the internet.
-[host.''https://registry.example.internal:5000'']
-  capabilities = [''pull'', ''resolve'']
+# under the same repository path. The private registry is the server,
+# with no host table before it: containerd never falls back to the
+# upstream registry.
+server = ''https://registry.example.internal:5000''
+capabilities = [''pull'', ''resolve'']
 ') { $changed = $true }
 if (Set-FileText ($CertsDir + '\' + 'quay.io' + '\hosts.toml') '# containerd registry host configuration, rendered by hybridctl: every
 # image of this directory''s registry is pulled from the private registry,
-# under the same repository path. There is no fallback to the internet.
-[host.''https://registry.example.internal:5000'']
-  capabilities = [''pull'', ''resolve'']
+# under the same repository path. The private registry is the server,
+# with no host table before it: containerd never falls back to the
+# upstream registry.
+server = ''https://registry.example.internal:5000''
+capabilities = [''pull'', ''resolve'']
 ') { $changed = $true }
 if (Set-FileText ($CertsDir + '\' + 'ghcr.io' + '\hosts.toml') '# containerd registry host configuration, rendered by hybridctl: every
 # image of this directory''s registry is pulled from the private registry,
-# under the same repository path. There is no fallback to the internet.
-[host.''https://registry.example.internal:5000'']
-  capabilities = [''pull'', ''resolve'']
+# under the same repository path. The private registry is the server,
+# with no host table before it: containerd never falls back to the
+# upstream registry.
+server = ''https://registry.example.internal:5000''
+capabilities = [''pull'', ''resolve'']
 ') { $changed = $true }
 if (Set-FileText ($CertsDir + '\' + 'mcr.microsoft.com' + '\hosts.toml') '# containerd registry host configuration, rendered by hybridctl: every
 # image of this directory''s registry is pulled from the private registry,
-# under the same repository path. There is no fallback to the internet.
-[host.''https://registry.example.internal:5000'']
-  capabilities = [''pull'', ''resolve'']
+# under the same repository path. The private registry is the server,
+# with no host table before it: containerd never falls back to the
+# upstream registry.
+server = ''https://registry.example.internal:5000''
+capabilities = [''pull'', ''resolve'']
 ') { $changed = $true }
 if (Set-FileText ($CertsDir + '\' + 'registry.example.internal_5000_' + '\hosts.toml') '# containerd registry host configuration for the private registry, rendered by hybridctl.
 server = ''https://registry.example.internal:5000''

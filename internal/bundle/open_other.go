@@ -1,0 +1,5 @@
+//go:build !unix
+
+package bundle
+
+const openNonblock = 0

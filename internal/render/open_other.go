@@ -1,0 +1,5 @@
+//go:build !unix
+
+package render
+
+const openNonblock = 0
