@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/hybridctl/hybridctl/internal/plan"
+	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
 // Where an artifact is used: its OS field.
@@ -115,7 +116,7 @@ func (a Artifact) File() string { return path.Base(a.Path) }
 // node runs Windows), then the manifests apply applies. The versions are
 // the plan's; an artifact list is computed the same whatever
 // packages.source says. It returns an error when a version cannot name an
-// upstream file (spec rule S703 reports the same thing with a line).
+// upstream file (spec rules S601 and S604 report the same thing with a line).
 func Artifacts(p *plan.Plan) ([]Artifact, error) {
 	v := p.Versions
 	for _, f := range []struct{ field, val string }{
@@ -236,40 +237,14 @@ func hasWindows(p *plan.Plan) bool {
 }
 
 // CheckVersion reports whether a version can name an upstream release file:
-// MAJOR.MINOR.PATCH with an optional leading v and an optional pre-release
-// of dot-separated [0-9A-Za-z-] identifiers (v1.38.0-rc.1). Build metadata
-// (+...) and anything else is refused: it is not part of a release's file
-// names, and a version becomes part of a path in the bundle.
+// a strict release version (spec.ParseVersion: MAJOR.MINOR.PATCH with an
+// optional leading v and an optional pre-release of dot-separated
+// [0-9A-Za-z-] identifiers, v1.38.0-rc.1). Build metadata (+...) and
+// anything else is refused: it is not part of a release's file names, and
+// a version becomes part of a URL and a path in the bundle.
 func CheckVersion(v string) error {
-	s := strings.TrimPrefix(v, "v")
-	core, pre, hasPre := strings.Cut(s, "-")
-	parts := strings.Split(core, ".")
-	bad := func(why string) error { return fmt.Errorf("%q cannot name a release file: %s", v, why) }
-	if strings.Contains(v, "+") {
-		return bad("build metadata (+...) is not part of a release's file names")
-	}
-	if len(parts) != 3 {
-		return bad("want MAJOR.MINOR.PATCH")
-	}
-	for _, p := range parts {
-		if p == "" || strings.Trim(p, "0123456789") != "" {
-			return bad("want MAJOR.MINOR.PATCH")
-		}
-		if len(p) > 1 && p[0] == '0' {
-			return bad("a number with a leading zero")
-		}
-	}
-	if hasPre {
-		for _, id := range strings.Split(pre, ".") {
-			if id == "" {
-				return bad("an empty pre-release identifier")
-			}
-			for _, r := range id {
-				if !(r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-					return bad(fmt.Sprintf("%q in the pre-release (only letters, digits, '-' and '.')", r))
-				}
-			}
-		}
+	if _, err := spec.ParseVersion(v); err != nil {
+		return fmt.Errorf("cannot name a release file: %w", err)
 	}
 	return nil
 }

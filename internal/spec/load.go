@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -106,8 +107,8 @@ func Parse(file string, data []byte) *Result {
 				add(line, "", msg)
 			}
 		} else {
-			line, msg := yamlErrorLine(err)
-			add(line, "", msg)
+			_, msg := yamlErrorLine(err)
+			add(unplacedLine(data), "", msg)
 		}
 		return r
 	}
@@ -116,6 +117,9 @@ func Parse(file string, data []byte) *Result {
 		add(extra.Line, "", "the file holds more than one YAML document; a spec is one Cluster document")
 	} else if !errors.Is(err, io.EOF) {
 		line, msg := yamlErrorLine(err)
+		if line < 1 {
+			line = unplacedLine(data)
+		}
 		add(line, "", msg)
 	}
 	root := &doc
@@ -284,6 +288,23 @@ func yamlErrorLine(err error) (int, string) {
 		}
 	}
 	return 0, "invalid YAML: " + msg
+}
+
+// unplacedLine is the line of a YAML error the decoder gave without one:
+// the line of the first byte that is not UTF-8 when there is one (the
+// decoder's reader errors carry no line), else the first line (the
+// decoder leaves out "line 1").
+func unplacedLine(data []byte) int {
+	if !utf8.Valid(data) {
+		for i := 0; i < len(data); {
+			r, size := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && size <= 1 {
+				return bytes.Count(data[:i], []byte("\n")) + 1
+			}
+			i += size
+		}
+	}
+	return 1
 }
 
 // lineIndex maps field paths (spec.nodes[3].name) to source lines.
