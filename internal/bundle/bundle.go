@@ -15,10 +15,12 @@ package bundle
 
 import (
 	"fmt"
+	"net/url"
 	"path"
 	"strings"
 
 	"github.com/hybridctl/hybridctl/internal/plan"
+	"github.com/hybridctl/hybridctl/internal/safeurl"
 	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
@@ -128,9 +130,23 @@ func Artifacts(p *plan.Plan) ([]Artifact, error) {
 			return nil, fmt.Errorf("spec.%s: %w", f.field, err)
 		}
 	}
+	if err := p.CheckURLs(); err != nil {
+		return nil, err
+	}
 	k8s := "v" + strings.TrimPrefix(v.Kubernetes, "v")
+	// Every URL is built with safeurl.Join: a version is one path
+	// segment of its release, never a way out of it.
+	var urlErr error
+	join := func(prefix string, elems ...string) string {
+		u, err := safeurl.Join(prefix, elems...)
+		if err != nil && urlErr == nil {
+			urlErr = err
+		}
+		return u
+	}
 	gh := func(repo, tag, file string) string {
-		return githubReleases + repo + "/releases/download/" + tag + "/" + file
+		owner, name, _ := strings.Cut(repo, "/")
+		return join(githubReleases, owner, name, "releases", "download", tag, file)
 	}
 	withFile := func(a Artifact, sumURL string) Artifact {
 		a.ChecksumFrom, a.ChecksumURL = ChecksumFile, sumURL
@@ -157,7 +173,7 @@ func Artifacts(p *plan.Plan) ([]Artifact, error) {
 	for _, b := range []struct{ name, purpose string }{
 		{NameKubelet, "node agent"}, {NameKubeadm, "cluster bootstrap (init, join, reset)"}, {NameKubectl, "API client"},
 	} {
-		u := kubernetesReleaseURL + k8s + "/bin/linux/amd64/" + b.name
+		u := join(kubernetesReleaseURL, k8s, "bin", "linux", "amd64", b.name)
 		add(withFile(Artifact{Name: b.name, OS: OSLinux, Version: k8s, Path: LinuxDir + "/" + b.name, URL: u, Purpose: b.purpose}, u+".sha256"))
 	}
 
@@ -173,7 +189,7 @@ func Artifacts(p *plan.Plan) ([]Artifact, error) {
 		for _, b := range []struct{ name, purpose string }{
 			{NameKubeletExe, "node agent, run as a service by nssm"}, {NameKubeadmExe, "kubeadm join and reset"}, {NameKubectlExe, "API client"},
 		} {
-			u := kubernetesReleaseURL + k8s + "/bin/windows/amd64/" + b.name
+			u := join(kubernetesReleaseURL, k8s, "bin", "windows", "amd64", b.name)
 			add(withFile(Artifact{Name: b.name, OS: OSWindows, Version: k8s, Path: WindowsDir + "/" + b.name, URL: u, Purpose: b.purpose}, u+".sha256"))
 		}
 		add(Artifact{Name: NameNSSM, OS: OSWindows, Version: NSSMVersion, Path: WindowsDir + "/" + path.Base(nssmURL), URL: nssmURL, ChecksumFrom: ChecksumNone,
@@ -193,8 +209,14 @@ func Artifacts(p *plan.Plan) ([]Artifact, error) {
 			Purpose: "add-on " + a.Name})
 	}
 
+	if urlErr != nil {
+		return nil, urlErr
+	}
 	seen := map[string]bool{}
 	for _, a := range out {
+		if err := CheckURL(a.URL); err != nil {
+			return nil, fmt.Errorf("artifact %s (%s): %w", a.Name, a.OS, err)
+		}
 		if err := CheckPath(a.Path); err != nil {
 			return nil, fmt.Errorf("artifact %s (%s): %w", a.Name, a.OS, err)
 		}
@@ -204,6 +226,30 @@ func Artifacts(p *plan.Plan) ([]Artifact, error) {
 		seen[a.Path] = true
 	}
 	return out, nil
+}
+
+// upstreamPrefixes are the sites a bundle's files come from.
+func upstreamPrefixes() []string {
+	return []string{githubReleases, kubernetesReleaseURL, nssmURL[:strings.LastIndexByte(nssmURL, '/')+1],
+		plan.CalicoURLPrefix, plan.MetricsServerURLPrefix, plan.CertManagerURLPrefix}
+}
+
+// CheckURL refuses an artifact or checksum URL that is not under one of
+// the upstream sites a bundle comes from (safeurl.Under: also after
+// dot-segment removal, without percent-encoding, query or fragment).
+func CheckURL(u string) error {
+	prefixes := upstreamPrefixes()
+	for _, prefix := range prefixes {
+		err := safeurl.Under(prefix, u)
+		if err == nil {
+			return nil
+		}
+		// The site's own error says what is wrong with the path.
+		if pu, perr := url.Parse(prefix); perr == nil && strings.HasPrefix(u, pu.Scheme+"://"+pu.Host+"/") {
+			return err
+		}
+	}
+	return fmt.Errorf("URL %q is under none of the upstream sites of a bundle (%s)", u, strings.Join(prefixes, ", "))
 }
 
 // ForOS returns the artifacts used on os, in list order.

@@ -143,6 +143,11 @@ func checkScriptURL(s string) error {
 	if i := strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune("\"'`"+psSingleQuotes, r) }); i >= 0 {
 		return fmt.Errorf("%q: character %q not allowed in a script URL", s, s[i:i+1])
 	}
+	// What is downloaded is what the URL says: no "." or ".." segment
+	// (RFC 3986 5.2.4 would remove it), also not percent-encoded.
+	if u.ResolveReference(u).EscapedPath() != u.EscapedPath() || strings.Contains(strings.ToLower(u.EscapedPath()), "%2e") {
+		return fmt.Errorf("%q: a dot segment (. or ..) in a script URL", s)
+	}
 	return nil
 }
 
@@ -167,14 +172,14 @@ type renderer struct {
 
 func newTemplates() (*template.Template, error) {
 	return template.New("render").Option("missingkey=error").Funcs(template.FuncMap{
-		"sh":     ShQuote,
-		"ps":     PsQuote,
-		"shword": shWord,
-		"psword": psWord,
-		"line":   oneLine,
-		"target": sshTarget,
-		"ssh":    sshCmd,
-		"scp":    scpCmd,
+		"sh":      ShQuote,
+		"ps":      PsQuote,
+		"shword":  shWord,
+		"psword":  psWord,
+		"line":    oneLine,
+		"scphost": scpHost,
+		"ssh":     sshCmd,
+		"scp":     scpCmd,
 	}).ParseFS(templateFS, "templates/*.tmpl")
 }
 
@@ -187,6 +192,14 @@ func Render(p *plan.Plan, o Options) ([]File, error) {
 	if err := o.ValidateFor(p); err != nil {
 		return nil, err
 	}
+	if err := checkPlan(p); err != nil {
+		return nil, err
+	}
+	return renderChecked(p, o)
+}
+
+// renderChecked is Render after the options and the plan were checked.
+func renderChecked(p *plan.Plan, o Options) ([]File, error) {
 	t, err := newTemplates()
 	if err != nil {
 		return nil, fmt.Errorf("templates: %w", err)

@@ -65,6 +65,9 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		s := r.Cluster.Spec
+		if len(s.Nodes) > MaxNodes {
+			t.Fatalf("a valid spec with %d nodes", len(s.Nodes))
+		}
 		for _, v := range []string{s.KubernetesVersion, s.Calico.Version, s.Containerd.Version, s.Crictl.Version, s.Runc.Version, s.CNIPlugins.Version} {
 			if _, err := ParseVersion(v); err != nil {
 				t.Fatalf("a valid spec with version %q: %v", v, err)

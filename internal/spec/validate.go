@@ -38,10 +38,11 @@ func Rules() []Rule {
 		{ID: "S103", Name: "address-in-node-network", Doc: "Every node address and the gateway are host addresses inside nodeCIDR.", check: checkAddressesInNodeCIDR},
 		{ID: "S104", Name: "unique-nodes", Doc: "Node names and addresses are unique.", check: checkUnique},
 		{ID: "S105", Name: "node-names", Doc: "Node names are lowercase DNS labels (RFC 1123): they become Kubernetes Node names and host names.", check: checkNodeNames},
-		{ID: "S106", Name: "node-fields", Doc: "Every node has a name, an address, a role (control-plane or worker) and an OS (linux or windows); windows settings only on Windows nodes.", check: checkNodeFields},
+		{ID: "S106", Name: "node-fields", Doc: "Every node has a name, an address, a role (control-plane or worker) and an OS (linux or windows); windows settings only on Windows nodes; ssh.user is a POSIX user name (a Windows account name, USER, DOMAIN\\USER or USER@DOMAIN, on a Windows node) and ssh.host an IP address or a DNS name, so that neither can be read as an option of ssh or scp.", check: checkNodeFields},
 		{ID: "S107", Name: "dns-names", Doc: "dnsSuffix and dnsDomain are DNS names; NTP servers are names or addresses.", check: checkDNSNames},
 		{ID: "S108", Name: "mtu", Doc: "The node network MTU leaves room for the VXLAN header (50 bytes) and is at most 9000.", check: checkMTU},
 		{ID: "S109", Name: "dns-servers-outside-cluster", Doc: "A DNS server of the nodes is not the cluster's DNS Service IP (the 10th address of serviceCIDR) nor inside the service or pod network (warning): the nodes need DNS before the cluster runs, and CoreDNS forwards to the nodes' resolvers, so it would ask itself.", check: checkDNSServersOutside},
+		{ID: "S110", Name: "node-count", Doc: "At most 5,000 nodes, the largest cluster Kubernetes supports (its scalability thresholds): render writes a script and a join file per node and apply connects to each.", check: checkNodeCount},
 		{ID: "S201", Name: "block-size", Doc: "blockSize is within Calico's IPv4 range (20-32) and not shorter than the pod CIDR prefix.", check: checkBlockSize},
 		{ID: "S202", Name: "pod-cidr-capacity", Doc: "The pod CIDR holds at least one address block per node (a warning below two per node: a node that cannot get a second block stops at one block of pods).", check: checkPodCapacity},
 		{ID: "S203", Name: "service-cidr-size", Doc: "The service CIDR is no larger than /12 (kube-apiserver's limit of 20 host bits for IPv4) and leaves room for the API and DNS service IPs.", check: checkServiceCIDR},
@@ -301,12 +302,19 @@ func checkNodeFields(v *validator) {
 			if node.SSH.Port < 1 || node.SSH.Port > 65535 {
 				v.errorf(nodePath(i, "ssh.port"), "%d is not a TCP port", node.SSH.Port)
 			}
-			if node.SSH.User != "" && strings.ContainsAny(node.SSH.User, " \t\n@:") {
-				v.errorf(nodePath(i, "ssh.user"), "%q is not a user name", node.SSH.User)
+			if p := SSHUserProblem(node.SSH.User, node.IsWindows()); node.SSH.User != "" && p != "" {
+				v.errorf(nodePath(i, "ssh.user"), "%s", p)
+			}
+			if p := SSHHostProblem(node.SSH.Host); node.SSH.Host != "" && p != "" {
+				v.errorf(nodePath(i, "ssh.host"), "%s", p)
 			}
 		}
 	}
 }
+
+// IsDNSName reports whether s is a DNS name (an RFC 1123 subdomain, any
+// case).
+func IsDNSName(s string) bool { return isDNSName(s) }
 
 func isDNSName(s string) bool {
 	return len(validation.IsDNS1123Subdomain(strings.ToLower(s))) == 0
@@ -327,6 +335,12 @@ func checkDNSNames(v *validator) {
 		if !isDNSName(s) {
 			v.errorf(fmt.Sprintf("spec.network.ntpServers[%d]", i), "%q is neither a DNS name nor an IP address", s)
 		}
+	}
+}
+
+func checkNodeCount(v *validator) {
+	if n := len(v.c.Spec.Nodes); n > MaxNodes {
+		v.errorf("spec.nodes", "has %d nodes; Kubernetes supports clusters of at most %d", n, MaxNodes)
 	}
 }
 
