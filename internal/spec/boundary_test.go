@@ -481,6 +481,21 @@ func TestNodeCountLimit(t *testing.T) {
 	if len(errs) != 1 || errs[0].Rule != "S110" || !strings.Contains(errs[0].Message, "has 5001 nodes") || !strings.Contains(errs[0].Message, "at most 5000") {
 		t.Fatalf("%d+1 nodes: want one S110 error, got:\n%s", MaxNodes, diagText(r.Diagnostics))
 	}
+	if r.Cluster != nil {
+		t.Errorf("%d+1 nodes: the list was decoded", MaxNodes)
+	}
+	// Refused before anything else is checked: a second problem waits.
+	r = Parse("big.yaml", []byte(strings.Replace(src, "gateway: 10.1.0.1", "gateway: 10.9.0.1", 1)))
+	if errs := r.Diagnostics.Errors(); len(errs) != 1 || errs[0].Rule != "S110" || errs[0].Line != 14 {
+		t.Errorf("%d+1 nodes and a bad gateway: want only S110 at line 14, got:\n%s", MaxNodes, diagText(r.Diagnostics))
+	}
+	// In flow style too.
+	flow := strings.Replace(strings.Replace(src, "\n  - {", ", {", -1), "  nodes:, {", "  nodes: [{", 1)
+	flow = strings.TrimSuffix(flow, "\n") + "]\n"
+	r = Parse("big.yaml", []byte(flow))
+	if errs := r.Diagnostics.Errors(); len(errs) != 1 || errs[0].Rule != "S110" {
+		t.Errorf("%d+1 nodes in flow style: got:\n%s", MaxNodes, diagText(r.Diagnostics))
+	}
 	last := strings.LastIndex(strings.TrimSuffix(src, "\n"), "\n")
 	r = Parse("big.yaml", []byte(src[:last+1]))
 	if len(r.Diagnostics) != 0 || len(r.Cluster.Spec.Nodes) != MaxNodes {

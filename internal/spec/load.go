@@ -126,6 +126,12 @@ func Parse(file string, data []byte) *Result {
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}
+	// More nodes than Kubernetes supports: refused before the rest of
+	// the work, which grows with the nodes (a 4 MiB spec holds ~100,000).
+	if line, n := nodeCount(root); n > MaxNodes {
+		r.Diagnostics = append(r.Diagnostics, nodeCountDiagnostic(file, line, n))
+		return r
+	}
 	w := walker{file: file, lines: r.lines}
 	w.walk(root, reflect.TypeOf(Cluster{}), "")
 	r.Diagnostics = append(r.Diagnostics, w.diags...)
@@ -288,6 +294,28 @@ func yamlErrorLine(err error) (int, string) {
 		}
 	}
 	return 0, "invalid YAML: " + msg
+}
+
+// nodeCount is the length of spec.nodes in the YAML tree and the line of
+// its key; 0 when it is not a list.
+func nodeCount(root *yaml.Node) (line, n int) {
+	field := func(m *yaml.Node, key string) (*yaml.Node, *yaml.Node) {
+		if m == nil || m.Kind != yaml.MappingNode {
+			return nil, nil
+		}
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i].Value == key {
+				return m.Content[i], m.Content[i+1]
+			}
+		}
+		return nil, nil
+	}
+	_, spec := field(root, "spec")
+	key, nodes := field(spec, "nodes")
+	if nodes == nil || nodes.Kind != yaml.SequenceNode {
+		return 0, 0
+	}
+	return key.Line, len(nodes.Content)
 }
 
 // unplacedLine is the line of a YAML error the decoder gave without one:

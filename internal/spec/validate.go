@@ -27,6 +27,11 @@ type Rule struct {
 var ruleStructure = Rule{ID: "S001", Name: "structure",
 	Doc: "The file is one YAML document whose fields and types are exactly those of hybridctl.dev/v1alpha1 Cluster; unknown or misspelled fields are errors, not ignored."}
 
+// ruleNodeCount refuses more than MaxNodes nodes; the loader applies it
+// before decoding the list, since everything after grows with it.
+var ruleNodeCount = Rule{ID: "S110", Name: "node-count",
+	Doc: "At most 5,000 nodes, the largest cluster Kubernetes supports (its scalability thresholds): render writes a script and a join file per node and apply connects to each; a longer list is refused before anything else is checked."}
+
 // Rules returns every rule in the order it runs, starting with the
 // structural rule the loader applies.
 func Rules() []Rule {
@@ -42,7 +47,7 @@ func Rules() []Rule {
 		{ID: "S107", Name: "dns-names", Doc: "dnsSuffix and dnsDomain are DNS names; NTP servers are names or addresses.", check: checkDNSNames},
 		{ID: "S108", Name: "mtu", Doc: "The node network MTU leaves room for the VXLAN header (50 bytes) and is at most 9000.", check: checkMTU},
 		{ID: "S109", Name: "dns-servers-outside-cluster", Doc: "A DNS server of the nodes is not the cluster's DNS Service IP (the 10th address of serviceCIDR) nor inside the service or pod network (warning): the nodes need DNS before the cluster runs, and CoreDNS forwards to the nodes' resolvers, so it would ask itself.", check: checkDNSServersOutside},
-		{ID: "S110", Name: "node-count", Doc: "At most 5,000 nodes, the largest cluster Kubernetes supports (its scalability thresholds): render writes a script and a join file per node and apply connects to each.", check: checkNodeCount},
+		ruleNodeCount,
 		{ID: "S201", Name: "block-size", Doc: "blockSize is within Calico's IPv4 range (20-32) and not shorter than the pod CIDR prefix.", check: checkBlockSize},
 		{ID: "S202", Name: "pod-cidr-capacity", Doc: "The pod CIDR holds at least one address block per node (a warning below two per node: a node that cannot get a second block stops at one block of pods).", check: checkPodCapacity},
 		{ID: "S203", Name: "service-cidr-size", Doc: "The service CIDR is no larger than /12 (kube-apiserver's limit of 20 host bits for IPv4) and leaves room for the API and DNS service IPs.", check: checkServiceCIDR},
@@ -338,10 +343,10 @@ func checkDNSNames(v *validator) {
 	}
 }
 
-func checkNodeCount(v *validator) {
-	if n := len(v.c.Spec.Nodes); n > MaxNodes {
-		v.errorf("spec.nodes", "has %d nodes; Kubernetes supports clusters of at most %d", n, MaxNodes)
-	}
+// nodeCountDiagnostic is ruleNodeCount's error for n nodes listed at line.
+func nodeCountDiagnostic(file string, line, n int) Diagnostic {
+	return Diagnostic{Severity: SeverityError, Rule: ruleNodeCount.ID, Name: ruleNodeCount.Name, File: file, Line: line, Path: "spec.nodes",
+		Message: fmt.Sprintf("has %d nodes; Kubernetes supports clusters of at most %d, and what hybridctl does grows with them (render writes files for each, apply connects to each); the rest of the spec is checked once the list is within the limit", n, MaxNodes)}
 }
 
 func checkMTU(v *validator) {
