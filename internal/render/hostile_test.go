@@ -145,17 +145,15 @@ func TestHostilePowerShell(t *testing.T) {
 	p := hostilePlan(t)
 	// Script URLs with quotes are refused by Options.Validate; put them
 	// past it to test the quoting itself.
-	r := &renderer{plan: p, opts: Options{InstallContainerdURL: "https://example.com/" + evil, PrepareNodeURL: "https://example.com/'; Restart-Computer; '"}}
+	files := map[string]File{}
+	r := &renderer{plan: p, opts: Options{InstallContainerdURL: "https://example.com/" + evil, PrepareNodeURL: "https://example.com/'; Restart-Computer; '"},
+		emit: func(f File) error { files[f.Path] = f; return nil }, seen: map[string]bool{}}
 	var err error
 	if r.tmpl, err = newTemplates(); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.nodes(); err != nil {
 		t.Fatal(err)
-	}
-	files := map[string]File{}
-	for _, f := range r.files {
-		files[f.Path] = f
 	}
 	var win plan.Node
 	for _, n := range p.Nodes {

@@ -183,6 +183,5 @@ func (r *renderer) dnsRecords() error {
 	for _, rec := range r.plan.DNSRecords {
 		fmt.Fprintf(&b, "%-*s IN %-4s %-15s ; %s\n", width, rec.Name+".", rec.Type, rec.Address, rec.Purpose)
 	}
-	r.add("dns-records.txt", []byte(b.String()), 0o644)
-	return nil
+	return r.add("dns-records.txt", []byte(b.String()), 0o644)
 }

@@ -35,86 +35,104 @@ var ErrForeign = errors.New("holds files render did not write")
 // maxNamed bounds how many foreign files an error names.
 const maxNamed = 20
 
-// WriteDir writes files into dir completely or not at all: into a temporary
+// WriteDir writes files into dir completely or not at all: WriteEach with
+// the files given.
+func WriteDir(ctx context.Context, dir string, files []File, force bool) error {
+	_, err := WriteEach(ctx, dir, force, func(emit func(File) error) error {
+		for _, f := range files {
+			if err := emit(f); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return err
+}
+
+// WriteEach writes into dir, completely or not at all, the files gen
+// passes to emit, each as soon as it is emitted: into a temporary
 // directory beside dir (each file and directory fsynced), which then takes
-// dir's place with one rename. An existing dir must be empty, or, with
-// force, a previous render (it has Marker); it is replaced atomically where
-// the OS can exchange two directories (Linux), else with two renames.
-func WriteDir(ctx context.Context, dir string, files []File, force bool) (err error) {
+// dir's place with one rename. A bounded number of files is held at once
+// (those queued for the writers and being written), never all of them, so
+// memory does not grow with the number of files. An existing dir must be
+// empty, or, with force, a previous render (it has Marker); it is replaced
+// atomically where the OS can exchange two directories (Linux), else with
+// two renames. An error of gen, of a write or of ctx leaves dir as it was.
+// It returns the number of files written, Marker included.
+func WriteEach(ctx context.Context, dir string, force bool, gen func(emit func(File) error) error) (n int, err error) {
 	dir = filepath.Clean(dir)
 	fi, statErr := os.Lstat(dir)
 	exists := statErr == nil
 	switch {
 	case statErr != nil && !errors.Is(statErr, fs.ErrNotExist):
-		return fmt.Errorf("output directory %s: %w", dir, statErr)
+		return 0, fmt.Errorf("output directory %s: %w", dir, statErr)
 	case exists && !fi.IsDir():
-		return fmt.Errorf("output directory %s: exists and is not a directory", dir)
+		return 0, fmt.Errorf("output directory %s: exists and is not a directory", dir)
 	}
 	if exists {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
-			return fmt.Errorf("output directory %s: %w", dir, err)
+			return 0, fmt.Errorf("output directory %s: %w", dir, err)
 		}
 		if len(entries) > 0 {
 			if !force {
-				return fmt.Errorf("output directory %s: %w", dir, ErrNotEmpty)
+				return 0, fmt.Errorf("output directory %s: %w", dir, ErrNotEmpty)
 			}
 			if _, err := os.Lstat(filepath.Join(dir, Marker)); err != nil {
-				return fmt.Errorf("output directory %s: not a hybridctl render output (no %s); refusing to replace it even with --force", dir, Marker)
+				return 0, fmt.Errorf("output directory %s: not a hybridctl render output (no %s); refusing to replace it even with --force", dir, Marker)
 			}
 			foreign, err := foreignEntries(dir)
 			if err != nil {
-				return fmt.Errorf("output directory %s: %w", dir, err)
+				return 0, fmt.Errorf("output directory %s: %w", dir, err)
 			}
 			if len(foreign) > 0 {
 				named := foreign
 				if len(named) > maxNamed {
 					named = append(named[:maxNamed:maxNamed], fmt.Sprintf("and %d more", len(foreign)-maxNamed))
 				}
-				return fmt.Errorf("output directory %s: %w, so --force refuses to replace it (nothing was changed): %s; move them out, or render into another directory", dir, ErrForeign, strings.Join(named, ", "))
+				return 0, fmt.Errorf("output directory %s: %w, so --force refuses to replace it (nothing was changed): %s; move them out, or render into another directory", dir, ErrForeign, strings.Join(named, ", "))
 			}
 			// A previous render made read-only (chmod -R a-w) could not
 			// be removed after the swap: make its directories writable
 			// first, which fails here, before any change, for a tree
 			// owned by someone else.
 			if err := makeWritable(dir); err != nil {
-				return fmt.Errorf("output directory %s: cannot replace the previous render: %w", dir, err)
+				return 0, fmt.Errorf("output directory %s: cannot replace the previous render: %w", dir, err)
 			}
 		}
 	}
 	parent := filepath.Dir(dir)
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
 	if err != nil {
-		return fmt.Errorf("output directory %s: %w", dir, err)
+		return 0, fmt.Errorf("output directory %s: %w", dir, err)
 	}
 	defer func() {
 		if err != nil {
 			_ = os.RemoveAll(tmp)
 		}
 	}()
-	all := append([]File{{Path: Marker, Data: manifest(files), Mode: 0o644}}, files...)
-	if err := writeAll(ctx, tmp, all); err != nil {
-		return fmt.Errorf("output directory %s: %w", dir, err)
+	if n, err = writeStream(ctx, tmp, gen); err != nil {
+		return 0, fmt.Errorf("output directory %s: %w", dir, err)
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("output directory %s: %w", dir, err)
+		return 0, fmt.Errorf("output directory %s: %w", dir, err)
 	}
 	if err := syncDir(tmp); err != nil {
-		return fmt.Errorf("output directory %s: %w", dir, err)
+		return 0, fmt.Errorf("output directory %s: %w", dir, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	if !exists {
 		if err := os.Rename(tmp, dir); err != nil {
-			return fmt.Errorf("output directory %s: %w", dir, err)
+			return 0, fmt.Errorf("output directory %s: %w", dir, err)
 		}
-		return syncDir(parent)
+		return n, syncDir(parent)
 	}
 	if err := replaceDir(tmp, dir); err != nil {
-		return fmt.Errorf("output directory %s: %w", dir, err)
+		return 0, fmt.Errorf("output directory %s: %w", dir, err)
 	}
-	return syncDir(parent)
+	return n, syncDir(parent)
 }
 
 // writeWorkers is how many files are written and fsynced at once: an
@@ -122,42 +140,105 @@ func WriteDir(ctx context.Context, dir string, files []File, force bool) (err er
 // ones together.
 const writeWorkers = 128
 
-// writeAll writes files under root: first every directory, then the files
-// by writeWorkers workers (each file written, its mode set and fsynced),
-// then one fsync for each directory, deepest first, also concurrently.
-// Nothing outside root is touched; on error the caller removes root.
-func writeAll(ctx context.Context, root string, files []File) error {
+// writeStream writes the files gen emits under root: each file's missing
+// directories are made when it is emitted (in the emitting goroutine, so
+// in order), then writeWorkers workers write, chmod and fsync the files
+// from a queue of writeWorkers; emit blocks while the queue is full, which
+// bounds the files held at once. After gen returns, Marker is written with
+// every path and each directory is fsynced once, deepest first, also
+// concurrently. Nothing outside root is touched; on error the caller
+// removes root. A write error is returned before gen's (gen then fails
+// because emit does).
+func writeStream(ctx context.Context, root string, gen func(emit func(File) error) error) (int, error) {
 	// os.MkdirTemp(".", ...) gives "./.out.tmp-N", which filepath.Join
 	// cleans away: compare cleaned paths, or no directory is made.
 	root = filepath.Clean(root)
-	dirSet := map[string]bool{}
-	paths := make([]string, len(files))
-	for i, f := range files {
+	type job struct {
+		path string
+		file File
+	}
+	jobs := make(chan job, writeWorkers)
+	var (
+		mu       sync.Mutex
+		writeErr error
+		failed   atomic.Bool
+		wg       sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if writeErr == nil {
+			writeErr = err
+		}
+		mu.Unlock()
+		failed.Store(true)
+	}
+	for range writeWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if failed.Load() {
+					continue
+				}
+				if err := writeOne(j.path, j.file); err != nil {
+					fail(err)
+				}
+			}
+		}()
+	}
+	made := map[string]bool{}
+	var dirs, paths []string
+	emit := func(f File) error {
+		if failed.Load() {
+			mu.Lock()
+			defer mu.Unlock()
+			return writeErr
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		rel := filepath.FromSlash(f.Path)
 		if !filepath.IsLocal(rel) {
 			return fmt.Errorf("%s: not a relative path inside the output directory", f.Path)
 		}
-		paths[i] = filepath.Join(root, rel)
-		for x := filepath.Dir(paths[i]); x != root && strings.HasPrefix(x, root); x = filepath.Dir(x) {
-			dirSet[x] = true
+		p := filepath.Join(root, rel)
+		var missing []string
+		for x := filepath.Dir(p); x != root && strings.HasPrefix(x, root) && !made[x]; x = filepath.Dir(x) {
+			missing = append(missing, x)
 		}
+		for i := len(missing) - 1; i >= 0; i-- {
+			if err := os.Mkdir(missing[i], 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			made[missing[i]] = true
+			dirs = append(dirs, missing[i])
+		}
+		paths = append(paths, path.Clean(f.Path))
+		jobs <- job{p, f}
+		return nil
 	}
-	dirs := make([]string, 0, len(dirSet))
-	for d := range dirSet {
-		dirs = append(dirs, d)
+	genErr := gen(emit)
+	close(jobs)
+	wg.Wait()
+	switch {
+	case writeErr != nil:
+		return 0, writeErr
+	case genErr != nil:
+		return 0, genErr
 	}
-	// Parents before children for Mkdir; children first for the fsyncs.
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := writeOne(filepath.Join(root, Marker), File{Path: Marker, Data: manifest(paths), Mode: 0o644}); err != nil {
+		return 0, err
+	}
+	// Children before parents: a path sorts after its parent.
 	sort.Strings(dirs)
-	for _, d := range dirs {
-		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return err
-		}
-	}
-	if err := parallel(ctx, len(files), func(i int) error { return writeOne(paths[i], files[i]) }); err != nil {
-		return err
-	}
 	slices.Reverse(dirs)
-	return parallel(ctx, len(dirs), func(i int) error { return syncDir(dirs[i]) })
+	if err := parallel(ctx, len(dirs), func(i int) error { return syncDir(dirs[i]) }); err != nil {
+		return 0, err
+	}
+	return len(paths) + 1, nil
 }
 
 // parallel runs do(0..n-1) on up to writeWorkers goroutines and returns
@@ -257,11 +338,8 @@ func replaceDir(tmp, dir string) error {
 }
 
 // manifest is Marker's content: the header and every path written, sorted.
-func manifest(files []File) []byte {
-	paths := make([]string, 0, len(files))
-	for _, f := range files {
-		paths = append(paths, path.Clean(f.Path))
-	}
+func manifest(paths []string) []byte {
+	paths = slices.Clone(paths)
 	sort.Strings(paths)
 	return []byte(manifestHeader + "\n" + strings.Join(paths, "\n") + "\n")
 }
