@@ -3,7 +3,9 @@ package render
 import (
 	"fmt"
 	"net/netip"
+	"reflect"
 	"strings"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -40,8 +42,19 @@ func checkPlan(p *plan.Plan) error {
 			return bad(fmt.Sprintf("addons[%d].version", i), "%v", err)
 		}
 	}
+	if err := plainStrings(reflect.ValueOf(*p), ""); err != nil {
+		return err
+	}
 	if err := p.CheckURLs(); err != nil {
 		return bad("URLs", "%v", err)
+	}
+	// The CRD manifest's name is also a file name under
+	// cluster/calico/manifests/ and --manifests-dir.
+	if !safeFileName(p.Calico.CRDManifest) {
+		return bad("calico.crdManifest", "%q is not a file name", p.Calico.CRDManifest)
+	}
+	if host, _, err := spec.SplitEndpoint(p.ControlPlaneEndpoint); err != nil || hostProblem(host) != "" {
+		return bad("controlPlaneEndpoint", "%q is not host:port with a DNS name or an IP address", p.ControlPlaneEndpoint)
 	}
 	for _, n := range []struct{ field, val string }{
 		{"dnsDomain", p.DNSDomain}, {"apiServer.host", p.APIServer.Host},
@@ -56,6 +69,15 @@ func checkPlan(p *plan.Plan) error {
 	for i, s := range p.APIServer.CertSANs {
 		if problem := hostProblem(s); problem != "" {
 			return bad(fmt.Sprintf("apiServer.certSANs[%d]", i), "%s", problem)
+		}
+	}
+	if reg := p.Registry; reg != nil {
+		r, err := spec.ParseRegistry(reg.Prefix)
+		if err != nil {
+			return bad("registry.prefix", "%q: %v", reg.Prefix, err)
+		}
+		if r.HostPort() != reg.HostPort || r.Path != reg.Path {
+			return bad("registry", "hostPort %q and path %q are not those of the prefix %q", reg.HostPort, reg.Path, reg.Prefix)
 		}
 	}
 	for i, n := range p.Nodes {
@@ -90,4 +112,57 @@ func hostProblem(h string) string {
 		return ""
 	}
 	return fmt.Sprintf("%q is neither an IP address nor a DNS name", h)
+}
+
+// plainStrings refuses a string anywhere in v (a plan, walked by its JSON
+// field names) that holds a control character or a line or paragraph
+// separator: render writes many of them as they are into Markdown and
+// comments, where a line break would start a code block or a command.
+// The registry CA, a PEM file's text, is the one multi-line value.
+func plainStrings(v reflect.Value, path string) error {
+	switch v.Kind() {
+	case reflect.String:
+		s := v.String()
+		if i := strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) || r == 0x2028 || r == 0x2029 }); i >= 0 {
+			return fmt.Errorf("plan %s: %q holds the control character %q", path, s, []rune(s[i:])[0])
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			return plainStrings(v.Elem(), path)
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			if err := plainStrings(v.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				name = f.Name
+			}
+			if path != "" {
+				name = path + "." + name
+			}
+			if name == "registry.CA" {
+				continue
+			}
+			if err := plainStrings(v.Field(i), name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// safeFileName reports whether s is one plain file name: letters, digits,
+// '.', '_' and '-', not starting with '.' or '-'.
+func safeFileName(s string) bool {
+	if s == "" || s[0] == '.' || s[0] == '-' {
+		return false
+	}
+	return strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == ""
 }

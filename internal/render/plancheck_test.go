@@ -41,17 +41,29 @@ func TestRenderRefusesUnsafePlan(t *testing.T) {
 		"operator URL out of its release": {func(p *plan.Plan) {
 			p.Calico.OperatorManifestURL = plan.CalicoURLPrefix + "v3.33.0/manifests/../../../../evil/repo/main/tigera-operator.yaml"
 		}, "plan URLs: the Tigera operator manifest"},
-		"ssh user as an option":    {func(p *plan.Plan) { p.Nodes[1].SSH.User = "-oProxyCommand=touch /tmp/pwned" }, "plan nodes[1].ssh.user"},
-		"ssh user with a newline":  {func(p *plan.Plan) { p.Nodes[1].SSH.User = "user\n```" }, "plan nodes[1].ssh.user"},
-		"windows account on linux": {func(p *plan.Plan) { p.Nodes[1].SSH.User = `LAB\jane` }, "a Windows account name is only for a Windows node"},
-		"ssh host as an option":    {func(p *plan.Plan) { p.Nodes[1].SSH.Host = "-oProxyCommand=sh" }, "plan nodes[1].ssh.host"},
-		"node name as an option":   {func(p *plan.Plan) { p.Nodes[2].Name = "-rf" }, "plan nodes[2].name"},
-		"node address":             {func(p *plan.Plan) { p.Nodes[2].Address = "192.168.10.26\n```" }, "plan nodes[2].address"},
-		"cluster name":             {func(p *plan.Plan) { p.Cluster = "--context=evil" }, "plan cluster"},
-		"api host":                 {func(p *plan.Plan) { p.APIServer.Host = "api\n```" }, "plan apiServer.host"},
-		"cert SAN":                 {func(p *plan.Plan) { p.APIServer.CertSANs = []string{p.APIServer.Host, "-x"} }, "plan apiServer.certSANs[1]"},
-		"dns suffix":               {func(p *plan.Plan) { p.DNSSuffix = "example.com\n```" }, "plan dnsSuffix"},
-		"dns domain":               {func(p *plan.Plan) { p.DNSDomain = "cluster.local`x`" }, "plan dnsDomain"},
+		"ssh user as an option":           {func(p *plan.Plan) { p.Nodes[1].SSH.User = "-oProxyCommand=touch /tmp/pwned" }, "plan nodes[1].ssh.user"},
+		"ssh user with a newline":         {func(p *plan.Plan) { p.Nodes[1].SSH.User = "user\n```" }, "plan nodes[1].ssh.user"},
+		"windows account on linux":        {func(p *plan.Plan) { p.Nodes[1].SSH.User = `LAB\jane` }, "a Windows account name is only for a Windows node"},
+		"ssh host as an option":           {func(p *plan.Plan) { p.Nodes[1].SSH.Host = "-oProxyCommand=sh" }, "plan nodes[1].ssh.host"},
+		"node name as an option":          {func(p *plan.Plan) { p.Nodes[2].Name = "-rf" }, "plan nodes[2].name"},
+		"node address":                    {func(p *plan.Plan) { p.Nodes[2].Address = "192.168.10.26\n```" }, "plan nodes[2].address"},
+		"cluster name":                    {func(p *plan.Plan) { p.Cluster = "--context=evil" }, "plan cluster"},
+		"api host":                        {func(p *plan.Plan) { p.APIServer.Host = "api\n```" }, "plan apiServer.host"},
+		"cert SAN":                        {func(p *plan.Plan) { p.APIServer.CertSANs = []string{p.APIServer.Host, "-x"} }, "plan apiServer.certSANs[1]"},
+		"dns suffix":                      {func(p *plan.Plan) { p.DNSSuffix = "example.com\n```" }, "plan dnsSuffix"},
+		"dns domain":                      {func(p *plan.Plan) { p.DNSDomain = "cluster.local`x`" }, "plan dnsDomain"},
+		"bgp with a line break":           {func(p *plan.Plan) { p.Calico.BGP = "Disabled\n```sh\nreboot\n```" }, "plan calico.bgp"},
+		"sandbox image with a line break": {func(p *plan.Plan) { p.SandboxImage = "registry.k8s.io/pause:3.10.2\nreboot" }, "plan sandboxImage"},
+		"a taint with ESC":                {func(p *plan.Plan) { p.Nodes[3].Taints[0].Value = "windows\x1b[2J" }, "plan nodes[3].taints[0].value"},
+		"a line separator":                {func(p *plan.Plan) { p.RuntimeClasses[0].Handler = "runhcs\u2028x" }, "plan runtimeClasses[0].handler"},
+		"crd manifest as a path":          {func(p *plan.Plan) { p.Calico.CRDManifest = "../../../etc/passwd" }, "plan calico.crdManifest"},
+		"registry as an option": {func(p *plan.Plan) {
+			p.Registry = &plan.Registry{Prefix: "-registry.example:5000", HostPort: "-registry.example:5000"}
+		}, "plan registry.prefix"},
+		"registry host and prefix differ": {func(p *plan.Plan) {
+			p.Registry = &plan.Registry{Prefix: "registry.example:5000", HostPort: "evil.example:5000"}
+		}, "plan registry"},
+		"endpoint": {func(p *plan.Plan) { p.ControlPlaneEndpoint = "-oProxyCommand=x:6443" }, "plan controlPlaneEndpoint"},
 	} {
 		p := labPlan(t)
 		c.edit(p)
