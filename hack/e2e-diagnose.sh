@@ -64,7 +64,7 @@ node_ssh() { # node_ssh NODE COMMAND: COMMAND as root on NODE
 	local user
 	user=$(jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .ssh.user' <<<"$plan")
 	ssh -q -i "$identity" -o UserKnownHostsFile="$known" -o StrictHostKeyChecking=yes -o BatchMode=yes \
-		-o ConnectTimeout=10 "$user@$(node_addr "$1")" "sudo sh -c $(printf %q "$2")"
+		-o ConnectTimeout=10 -l "$user" -- "$(node_addr "$1")" "sudo sh -c $(printf %q "$2")"
 }
 fails=0
 check() { # check DESCRIPTION COMMAND...: an assertion; the run goes on

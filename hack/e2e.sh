@@ -122,7 +122,7 @@ node_ssh() { # node_ssh NODE COMMAND: COMMAND as root on the node
 	addr=$(jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .address' <<<"$plan")
 	user=$(jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .ssh.user' <<<"$plan")
 	ssh -q -i "$key" -o UserKnownHostsFile="$known" -o StrictHostKeyChecking=yes -o BatchMode=yes \
-		-o ConnectTimeout=10 "$user@$addr" "sudo sh -c $(printf %q "$2")"
+		-o ConnectTimeout=10 -l "$user" -- "$addr" "sudo sh -c $(printf %q "$2")"
 }
 # shellcheck disable=SC2317 # called through check
 has_labels() { # has_labels NODE-JSON WANT-JSON: every wanted label on the node

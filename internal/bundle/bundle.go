@@ -15,10 +15,13 @@ package bundle
 
 import (
 	"fmt"
+	"net/url"
 	"path"
 	"strings"
 
 	"github.com/hybridctl/hybridctl/internal/plan"
+	"github.com/hybridctl/hybridctl/internal/safeurl"
+	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
 // Where an artifact is used: its OS field.
@@ -115,7 +118,7 @@ func (a Artifact) File() string { return path.Base(a.Path) }
 // node runs Windows), then the manifests apply applies. The versions are
 // the plan's; an artifact list is computed the same whatever
 // packages.source says. It returns an error when a version cannot name an
-// upstream file (spec rule S703 reports the same thing with a line).
+// upstream file (spec rules S601 and S604 report the same thing with a line).
 func Artifacts(p *plan.Plan) ([]Artifact, error) {
 	v := p.Versions
 	for _, f := range []struct{ field, val string }{
@@ -127,9 +130,23 @@ func Artifacts(p *plan.Plan) ([]Artifact, error) {
 			return nil, fmt.Errorf("spec.%s: %w", f.field, err)
 		}
 	}
+	if err := p.CheckURLs(); err != nil {
+		return nil, err
+	}
 	k8s := "v" + strings.TrimPrefix(v.Kubernetes, "v")
+	// Every URL is built with safeurl.Join: a version is one path
+	// segment of its release, never a way out of it.
+	var urlErr error
+	join := func(prefix string, elems ...string) string {
+		u, err := safeurl.Join(prefix, elems...)
+		if err != nil && urlErr == nil {
+			urlErr = err
+		}
+		return u
+	}
 	gh := func(repo, tag, file string) string {
-		return githubReleases + repo + "/releases/download/" + tag + "/" + file
+		owner, name, _ := strings.Cut(repo, "/")
+		return join(githubReleases, owner, name, "releases", "download", tag, file)
 	}
 	withFile := func(a Artifact, sumURL string) Artifact {
 		a.ChecksumFrom, a.ChecksumURL = ChecksumFile, sumURL
@@ -156,7 +173,7 @@ func Artifacts(p *plan.Plan) ([]Artifact, error) {
 	for _, b := range []struct{ name, purpose string }{
 		{NameKubelet, "node agent"}, {NameKubeadm, "cluster bootstrap (init, join, reset)"}, {NameKubectl, "API client"},
 	} {
-		u := kubernetesReleaseURL + k8s + "/bin/linux/amd64/" + b.name
+		u := join(kubernetesReleaseURL, k8s, "bin", "linux", "amd64", b.name)
 		add(withFile(Artifact{Name: b.name, OS: OSLinux, Version: k8s, Path: LinuxDir + "/" + b.name, URL: u, Purpose: b.purpose}, u+".sha256"))
 	}
 
@@ -172,7 +189,7 @@ func Artifacts(p *plan.Plan) ([]Artifact, error) {
 		for _, b := range []struct{ name, purpose string }{
 			{NameKubeletExe, "node agent, run as a service by nssm"}, {NameKubeadmExe, "kubeadm join and reset"}, {NameKubectlExe, "API client"},
 		} {
-			u := kubernetesReleaseURL + k8s + "/bin/windows/amd64/" + b.name
+			u := join(kubernetesReleaseURL, k8s, "bin", "windows", "amd64", b.name)
 			add(withFile(Artifact{Name: b.name, OS: OSWindows, Version: k8s, Path: WindowsDir + "/" + b.name, URL: u, Purpose: b.purpose}, u+".sha256"))
 		}
 		add(Artifact{Name: NameNSSM, OS: OSWindows, Version: NSSMVersion, Path: WindowsDir + "/" + path.Base(nssmURL), URL: nssmURL, ChecksumFrom: ChecksumNone,
@@ -192,8 +209,14 @@ func Artifacts(p *plan.Plan) ([]Artifact, error) {
 			Purpose: "add-on " + a.Name})
 	}
 
+	if urlErr != nil {
+		return nil, urlErr
+	}
 	seen := map[string]bool{}
 	for _, a := range out {
+		if err := CheckURL(a.URL); err != nil {
+			return nil, fmt.Errorf("artifact %s (%s): %w", a.Name, a.OS, err)
+		}
 		if err := CheckPath(a.Path); err != nil {
 			return nil, fmt.Errorf("artifact %s (%s): %w", a.Name, a.OS, err)
 		}
@@ -203,6 +226,30 @@ func Artifacts(p *plan.Plan) ([]Artifact, error) {
 		seen[a.Path] = true
 	}
 	return out, nil
+}
+
+// upstreamPrefixes are the sites a bundle's files come from.
+func upstreamPrefixes() []string {
+	return []string{githubReleases, kubernetesReleaseURL, nssmURL[:strings.LastIndexByte(nssmURL, '/')+1],
+		plan.CalicoURLPrefix, plan.MetricsServerURLPrefix, plan.CertManagerURLPrefix}
+}
+
+// CheckURL refuses an artifact or checksum URL that is not under one of
+// the upstream sites a bundle comes from (safeurl.Under: also after
+// dot-segment removal, without percent-encoding, query or fragment).
+func CheckURL(u string) error {
+	prefixes := upstreamPrefixes()
+	for _, prefix := range prefixes {
+		err := safeurl.Under(prefix, u)
+		if err == nil {
+			return nil
+		}
+		// The site's own error says what is wrong with the path.
+		if pu, perr := url.Parse(prefix); perr == nil && strings.HasPrefix(u, pu.Scheme+"://"+pu.Host+"/") {
+			return err
+		}
+	}
+	return fmt.Errorf("URL %q is under none of the upstream sites of a bundle (%s)", u, strings.Join(prefixes, ", "))
 }
 
 // ForOS returns the artifacts used on os, in list order.
@@ -236,40 +283,14 @@ func hasWindows(p *plan.Plan) bool {
 }
 
 // CheckVersion reports whether a version can name an upstream release file:
-// MAJOR.MINOR.PATCH with an optional leading v and an optional pre-release
-// of dot-separated [0-9A-Za-z-] identifiers (v1.38.0-rc.1). Build metadata
-// (+...) and anything else is refused: it is not part of a release's file
-// names, and a version becomes part of a path in the bundle.
+// a strict release version (spec.ParseVersion: MAJOR.MINOR.PATCH with an
+// optional leading v and an optional pre-release of dot-separated
+// [0-9A-Za-z-] identifiers, v1.38.0-rc.1). Build metadata (+...) and
+// anything else is refused: it is not part of a release's file names, and
+// a version becomes part of a URL and a path in the bundle.
 func CheckVersion(v string) error {
-	s := strings.TrimPrefix(v, "v")
-	core, pre, hasPre := strings.Cut(s, "-")
-	parts := strings.Split(core, ".")
-	bad := func(why string) error { return fmt.Errorf("%q cannot name a release file: %s", v, why) }
-	if strings.Contains(v, "+") {
-		return bad("build metadata (+...) is not part of a release's file names")
-	}
-	if len(parts) != 3 {
-		return bad("want MAJOR.MINOR.PATCH")
-	}
-	for _, p := range parts {
-		if p == "" || strings.Trim(p, "0123456789") != "" {
-			return bad("want MAJOR.MINOR.PATCH")
-		}
-		if len(p) > 1 && p[0] == '0' {
-			return bad("a number with a leading zero")
-		}
-	}
-	if hasPre {
-		for _, id := range strings.Split(pre, ".") {
-			if id == "" {
-				return bad("an empty pre-release identifier")
-			}
-			for _, r := range id {
-				if !(r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-					return bad(fmt.Sprintf("%q in the pre-release (only letters, digits, '-' and '.')", r))
-				}
-			}
-		}
+	if _, err := spec.ParseVersion(v); err != nil {
+		return fmt.Errorf("cannot name a release file: %w", err)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hybridctl/hybridctl/internal/atomicfile"
+	"github.com/hybridctl/hybridctl/internal/safeurl"
 )
 
 // Download limits (DownloadOptions zero values mean these).
@@ -94,6 +95,13 @@ func MirrorURL(mirror, upstream string) (string, error) {
 	out := *m
 	out.Path = strings.TrimSuffix(m.Path, "/") + "/" + u.Host + u.Path
 	out.RawPath = ""
+	// The upstream path goes under MIRROR/HOST/ and stays there.
+	base := *m
+	base.Path = strings.TrimSuffix(m.Path, "/") + "/" + u.Host + "/"
+	base.RawPath = ""
+	if err := safeurl.Under(base.String(), out.String()); err != nil {
+		return "", fmt.Errorf("--mirror: %w", err)
+	}
 	return out.String(), nil
 }
 
@@ -163,6 +171,14 @@ func Download(ctx context.Context, dir string, arts []Artifact, o DownloadOption
 	for _, a := range arts {
 		if err := CheckPath(a.Path); err != nil {
 			return results, fmt.Errorf("artifact %s: %w", a.Name, err)
+		}
+		for _, u := range []string{a.URL, a.ChecksumURL} {
+			if u == "" && a.ChecksumFrom != ChecksumFile {
+				continue
+			}
+			if err := CheckURL(u); err != nil {
+				return results, fmt.Errorf("artifact %s: %w", a.Name, err)
+			}
 		}
 		r, err := d.one(ctx, a, oldSum[a.Path])
 		if err != nil {

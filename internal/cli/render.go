@@ -132,11 +132,15 @@ func runRender(cmd *cobra.Command, s Streams, f *renderFlags) error {
 		}
 		f.opts.Manifests = m
 	}
-	files, err := render.Render(p, f.opts)
-	if err != nil {
+	if err := render.Check(p, f.opts); err != nil {
 		return Problem(err)
 	}
-	if err := render.WriteDir(ctx, f.out, files, f.force); err != nil {
+	// Each file goes to disk as it is rendered: memory grows with a few
+	// nodes' files, not with the cluster.
+	n, err := render.WriteEach(ctx, f.out, f.force, func(emit func(render.File) error) error {
+		return render.Each(p, f.opts, emit)
+	})
+	if err != nil {
 		if errors.Is(err, render.ErrNotEmpty) || errors.Is(err, render.ErrForeign) {
 			return Usage(err)
 		}
@@ -145,7 +149,7 @@ func runRender(cmd *cobra.Command, s Streams, f *renderFlags) error {
 	for _, w := range p.Warnings {
 		fmt.Fprintf(s.Err, "warning: %s: %s\n", w.Path, termtext.Line(w.Message))
 	}
-	fmt.Fprintf(s.Out, "wrote %d files to %s; start with %s\n", len(files)+1, f.out, "runbook.md")
+	fmt.Fprintf(s.Out, "wrote %d files to %s; start with %s\n", n, f.out, "runbook.md")
 	return nil
 }
 

@@ -252,6 +252,15 @@ type Warning struct {
 // only when the spec was not validated first.
 func Derive(c *spec.Cluster, warnings spec.Diagnostics) (*Plan, error) {
 	s := c.Spec
+	for _, v := range []struct{ path, val string }{
+		{"spec.kubernetesVersion", s.KubernetesVersion}, {"spec.calico.version", s.Calico.Version},
+		{"spec.containerd.version", s.Containerd.Version}, {"spec.crictl.version", s.Crictl.Version},
+		{"spec.runc.version", s.Runc.Version}, {"spec.cniPlugins.version", s.CNIPlugins.Version},
+	} {
+		if _, err := spec.ParseVersion(v.val); err != nil {
+			return nil, fmt.Errorf("%s: %w", v.path, err)
+		}
+	}
 	nodeNet, err := netip.ParsePrefix(s.Network.NodeCIDR)
 	if err != nil {
 		return nil, fmt.Errorf("spec.network.nodeCIDR: %w", err)
@@ -306,11 +315,15 @@ func Derive(c *spec.Cluster, warnings spec.Diagnostics) (*Plan, error) {
 		PackagesSource:   s.Packages.Source,
 		NetworkConfigure: s.Network.Configure,
 		AllowCgroupV1:    s.AllowCgroupV1,
-		Calico:           calicoOf(c),
 		KubeProxy:        KubeProxy{LinuxMode: s.KubeProxy.Mode},
 		Warnings:         []Warning{},
 	}
-	p.KubernetesAptRepo = "https://pkgs.k8s.io/core:/stable:/" + p.KubernetesMinor + "/deb/"
+	if p.KubernetesAptRepo, err = KubernetesAptRepoURL(p.KubernetesMinor); err != nil {
+		return nil, fmt.Errorf("spec.kubernetesVersion: %w", err)
+	}
+	if p.Calico, err = calicoOf(c); err != nil {
+		return nil, fmt.Errorf("spec.calico.version: %w", err)
+	}
 	if s.Images.Registry != "" {
 		reg, err := spec.ParseRegistry(s.Images.Registry)
 		if err != nil {
@@ -329,7 +342,9 @@ func Derive(c *spec.Cluster, warnings spec.Diagnostics) (*Plan, error) {
 		p.KubeProxy.WindowsMode = "kernelspace"
 		p.KubeProxy.WindowsImage = p.Image(fmt.Sprintf(KubeProxyWindowsImageFmt, s.KubernetesVersion))
 	}
-	p.Addons = addonsOf(s.Addons)
+	if p.Addons, err = addonsOf(s.Addons); err != nil {
+		return nil, err
+	}
 
 	rcs := map[string]*RuntimeClass{}
 	for _, n := range s.Nodes {
@@ -388,6 +403,9 @@ func Derive(c *spec.Cluster, warnings spec.Diagnostics) (*Plan, error) {
 	p.DNSRecords = dnsRecordsOf(p, host)
 	for _, w := range warnings.Warnings() {
 		p.Warnings = append(p.Warnings, Warning{Check: w.Rule + " " + w.Name, Path: w.Path, Line: w.Line, Message: w.Message})
+	}
+	if err := p.CheckURLs(); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -456,15 +474,13 @@ func vxlanOf(s spec.ClusterSpec) VXLAN {
 // installs native projectcalico.org/v3 CRDs (v3_projectcalico_org.yaml);
 // older combinations keep crd.projectcalico.org/v1 behind the aggregated
 // API server (operator-crds.yaml).
-func calicoOf(c *spec.Cluster) Calico {
+func calicoOf(c *spec.Cluster) (Calico, error) {
 	s := c.Spec
-	base := "https://raw.githubusercontent.com/projectcalico/calico/" + s.Calico.Version + "/manifests/"
 	cal := Calico{
 		Version: s.Calico.Version, LinuxDataplane: s.Calico.LinuxDataplane,
 		Encapsulation: s.Calico.Encapsulation, BGP: s.Calico.BGP,
 		CRDMode: "crd.projectcalico.org/v1", CRDManifest: "operator-crds.yaml",
-		OperatorManifestURL: base + "tigera-operator.yaml",
-		IPPoolName:          "default-ipv4-ippool",
+		IPPoolName: "default-ipv4-ippool",
 	}
 	if c.HasWindows() {
 		cal.WindowsDataplane = "HNS"
@@ -473,8 +489,14 @@ func calicoOf(c *spec.Cluster) Calico {
 		cal.CRDMode = "projectcalico.org/v3"
 		cal.CRDManifest = "v3_projectcalico_org.yaml"
 	}
-	cal.CRDManifestURL = base + cal.CRDManifest
-	return cal
+	var err error
+	if cal.OperatorManifestURL, err = CalicoManifestURL(s.Calico.Version, "tigera-operator.yaml"); err != nil {
+		return Calico{}, err
+	}
+	if cal.CRDManifestURL, err = CalicoManifestURL(s.Calico.Version, cal.CRDManifest); err != nil {
+		return Calico{}, err
+	}
+	return cal, nil
 }
 
 func versionAtLeast(v string, major, minor int) bool {
@@ -485,17 +507,25 @@ func versionAtLeast(v string, major, minor int) bool {
 	return ma > major || (ma == major && mi >= minor)
 }
 
-func addonsOf(a spec.Addons) []Addon {
+func addonsOf(a spec.Addons) ([]Addon, error) {
 	out := []Addon{}
-	if a.MetricsServer != nil {
-		out = append(out, Addon{Name: "metrics-server", Version: a.MetricsServer.Version,
-			ManifestURL: "https://github.com/kubernetes-sigs/metrics-server/releases/download/" + a.MetricsServer.Version + "/components.yaml"})
+	for _, ad := range []struct {
+		name, path string
+		addon      *spec.Addon
+	}{
+		{AddonMetricsServer, "spec.addons.metricsServer.version", a.MetricsServer},
+		{AddonCertManager, "spec.addons.certManager.version", a.CertManager},
+	} {
+		if ad.addon == nil {
+			continue
+		}
+		u, err := AddonManifestURL(ad.name, ad.addon.Version)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ad.path, err)
+		}
+		out = append(out, Addon{Name: ad.name, Version: ad.addon.Version, ManifestURL: u})
 	}
-	if a.CertManager != nil {
-		out = append(out, Addon{Name: "cert-manager", Version: a.CertManager.Version,
-			ManifestURL: "https://github.com/cert-manager/cert-manager/releases/download/" + a.CertManager.Version + "/cert-manager.yaml"})
-	}
-	return out
+	return out, nil
 }
 
 // certSANs are the API name plus every control-plane node's FQDN, as the

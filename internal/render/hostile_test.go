@@ -43,6 +43,24 @@ func hostilePlan(t testing.TB) *plan.Plan {
 	return p
 }
 
+// mustRenderUnchecked renders a plan that Render's checkPlan refuses, to
+// test the quoting of what checkPlan would never let through.
+func mustRenderUnchecked(t testing.TB, p *plan.Plan, o Options) map[string]File {
+	t.Helper()
+	if err := checkPlan(p); err == nil {
+		t.Fatal("checkPlan accepts the hostile plan")
+	}
+	files, err := renderChecked(p, o)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	m := map[string]File{}
+	for _, f := range files {
+		m[f.Path] = f
+	}
+	return m
+}
+
 // values are the node-independent values the scripts assign, by variable.
 func shellValues(p *plan.Plan, n plan.Node) map[string]string {
 	return map[string]string{
@@ -59,7 +77,7 @@ func TestHostileBash(t *testing.T) {
 		t.Skip("bash not found")
 	}
 	p := hostilePlan(t)
-	files := mustRender(t, p, Options{})
+	files := mustRenderUnchecked(t, p, Options{})
 	dir := t.TempDir()
 	checked := 0
 	for _, n := range p.Nodes {
@@ -127,17 +145,15 @@ func TestHostilePowerShell(t *testing.T) {
 	p := hostilePlan(t)
 	// Script URLs with quotes are refused by Options.Validate; put them
 	// past it to test the quoting itself.
-	r := &renderer{plan: p, opts: Options{InstallContainerdURL: "https://example.com/" + evil, PrepareNodeURL: "https://example.com/'; Restart-Computer; '"}}
+	files := map[string]File{}
+	r := &renderer{plan: p, opts: Options{InstallContainerdURL: "https://example.com/" + evil, PrepareNodeURL: "https://example.com/'; Restart-Computer; '"},
+		emit: func(f File) error { files[f.Path] = f; return nil }, seen: map[string]bool{}}
 	var err error
 	if r.tmpl, err = newTemplates(); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.nodes(); err != nil {
 		t.Fatal(err)
-	}
-	files := map[string]File{}
-	for _, f := range r.files {
-		files[f.Path] = f
 	}
 	var win plan.Node
 	for _, n := range p.Nodes {

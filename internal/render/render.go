@@ -143,6 +143,11 @@ func checkScriptURL(s string) error {
 	if i := strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune("\"'`"+psSingleQuotes, r) }); i >= 0 {
 		return fmt.Errorf("%q: character %q not allowed in a script URL", s, s[i:i+1])
 	}
+	// What is downloaded is what the URL says: no "." or ".." segment
+	// (RFC 3986 5.2.4 would remove it), also not percent-encoded.
+	if u.ResolveReference(u).EscapedPath() != u.EscapedPath() || strings.Contains(strings.ToLower(u.EscapedPath()), "%2e") {
+		return fmt.Errorf("%q: a dot segment (. or ..) in a script URL", s)
+	}
 	return nil
 }
 
@@ -159,56 +164,98 @@ func (o Options) withDefaults() Options {
 }
 
 type renderer struct {
-	plan  *plan.Plan
-	opts  Options
-	tmpl  *template.Template
-	files []File
+	plan *plan.Plan
+	opts Options
+	tmpl *template.Template
+	// emit receives each file; seen holds the paths emitted.
+	emit func(File) error
+	seen map[string]bool
 }
 
 func newTemplates() (*template.Template, error) {
 	return template.New("render").Option("missingkey=error").Funcs(template.FuncMap{
-		"sh":     ShQuote,
-		"ps":     PsQuote,
-		"shword": shWord,
-		"psword": psWord,
-		"line":   oneLine,
-		"target": sshTarget,
-		"ssh":    sshCmd,
-		"scp":    scpCmd,
+		"sh":      ShQuote,
+		"ps":      PsQuote,
+		"shword":  shWord,
+		"psword":  psWord,
+		"line":    oneLine,
+		"scphost": scpHost,
+		"ssh":     sshCmd,
+		"scp":     scpCmd,
 	}).ParseFS(templateFS, "templates/*.tmpl")
 }
 
 // Render renders every file for the plan. The result is sorted by path and
-// is the same, byte for byte, for the same plan and options.
+// is the same, byte for byte, for the same plan and options. It holds
+// every file in memory: to write them, Each with WriteEach holds a few.
 func Render(p *plan.Plan, o Options) ([]File, error) {
-	if err := o.Validate(); err != nil {
+	if err := Check(p, o); err != nil {
 		return nil, err
+	}
+	return renderChecked(p, o)
+}
+
+// Check checks the options (Validate), the options against the plan
+// (ValidateFor) and the plan's values where render writes them
+// (checkPlan), as Render and Each do before rendering anything.
+func Check(p *plan.Plan, o Options) error {
+	if err := o.Validate(); err != nil {
+		return err
 	}
 	if err := o.ValidateFor(p); err != nil {
+		return err
+	}
+	return checkPlan(p)
+}
+
+// Each renders every file for the plan and passes each to emit as soon as
+// it is rendered, so that memory holds a few nodes' files, never all of
+// them: the cluster's files, then the nodes' (rendered on every core, at
+// most a few nodes ahead of emit, emitted in plan order), then the
+// workloads, the DNS records and the runbook. The order and the bytes are
+// the same for the same plan and options; paths are unique. It checks
+// first (Check), so a refused plan emits nothing, and stops at the first
+// error of a generator or of emit.
+func Each(p *plan.Plan, o Options, emit func(File) error) error {
+	if err := Check(p, o); err != nil {
+		return err
+	}
+	return each(p, o, emit)
+}
+
+// renderChecked is Render after Check.
+func renderChecked(p *plan.Plan, o Options) ([]File, error) {
+	var files []File
+	if err := each(p, o, func(f File) error { files = append(files, f); return nil }); err != nil {
 		return nil, err
 	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	return files, nil
+}
+
+// each is Each after Check.
+func each(p *plan.Plan, o Options, emit func(File) error) error {
 	t, err := newTemplates()
 	if err != nil {
-		return nil, fmt.Errorf("templates: %w", err)
+		return fmt.Errorf("templates: %w", err)
 	}
-	r := &renderer{plan: p, opts: o.withDefaults(), tmpl: t}
+	r := &renderer{plan: p, opts: o.withDefaults(), tmpl: t, emit: emit, seen: map[string]bool{}}
 	steps := []func() error{r.cluster, r.calico, r.windows, r.csrApprover, r.nodes, r.workloads, r.dnsRecords, r.runbook}
 	for _, step := range steps {
 		if err := step(); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	sort.Slice(r.files, func(i, j int) bool { return r.files[i].Path < r.files[j].Path })
-	for i := 1; i < len(r.files); i++ {
-		if r.files[i].Path == r.files[i-1].Path {
-			return nil, fmt.Errorf("two files render to %s", r.files[i].Path)
-		}
-	}
-	return r.files, nil
+	return nil
 }
 
-func (r *renderer) add(p string, data []byte, mode fs.FileMode) {
-	r.files = append(r.files, File{Path: p, Data: data, Mode: mode})
+// add passes one file to emit; a path rendered twice is an error.
+func (r *renderer) add(p string, data []byte, mode fs.FileMode) error {
+	if r.seen[p] {
+		return fmt.Errorf("two files render to %s", p)
+	}
+	r.seen[p] = true
+	return r.emit(File{Path: p, Data: data, Mode: mode})
 }
 
 // addGen adds the output of gen, naming the file in an error.
@@ -217,8 +264,7 @@ func (r *renderer) addGen(p string, mode fs.FileMode, gen func() ([]byte, error)
 	if err != nil {
 		return fmt.Errorf("render %s: %w", p, err)
 	}
-	r.add(p, b, mode)
-	return nil
+	return r.add(p, b, mode)
 }
 
 func (r *renderer) cluster() error {
@@ -236,8 +282,12 @@ func (r *renderer) calico() error {
 		return err
 	}
 	if m := r.opts.Manifests; m != nil {
-		r.add(path.Join(calicoManifestsDir, r.plan.Calico.CRDManifest), m.CRDs, 0o644)
-		r.add(path.Join(calicoManifestsDir, OperatorManifest), m.Operator, 0o644)
+		if err := r.add(path.Join(calicoManifestsDir, r.plan.Calico.CRDManifest), m.CRDs, 0o644); err != nil {
+			return err
+		}
+		if err := r.add(path.Join(calicoManifestsDir, OperatorManifest), m.Operator, 0o644); err != nil {
+			return err
+		}
 	}
 	return r.addGen("cluster/calico/README.md", 0o644, r.calicoReadme)
 }
@@ -286,61 +336,103 @@ func (r *renderer) secretMode(n plan.Node) fs.FileMode {
 	return 0o644
 }
 
+// nodesAhead bounds how many nodes are rendered but not yet emitted, per
+// worker: enough to keep every core busy while emit writes.
+const nodesAhead = 2
+
 // nodes renders each node's files; nodes are independent (the generators
 // only read the plan, the options and the parsed templates), so they are
-// rendered on every core and added in plan order.
+// rendered on every core and emitted in plan order, at most
+// nodesAhead*workers nodes ahead of emit.
 func (r *renderer) nodes() error {
+	n := len(r.plan.Nodes)
+	if n == 0 {
+		return nil
+	}
+	type result struct {
+		files []File
+		err   error
+	}
+	workers := min(runtime.GOMAXPROCS(0), n)
+	results := make([]chan result, n)
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	slots := make(chan struct{}, nodesAhead*workers)
+	next := make(chan int)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				files, err := r.nodeFiles(r.plan.Nodes[i])
+				results[i] <- result{files, err}
+			}
+		}()
+	}
+	go func() {
+		defer close(next)
+		for i := range n {
+			select {
+			case slots <- struct{}{}:
+			case <-stop:
+				return
+			}
+			select {
+			case next <- i:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	var err error
+	for i := 0; i < n && err == nil; i++ {
+		res := <-results[i]
+		results[i] = nil
+		err = res.err
+		for _, f := range res.files {
+			if err == nil {
+				err = r.add(f.Path, f.Data, f.Mode)
+			}
+		}
+		<-slots
+	}
+	close(stop)
+	wg.Wait()
+	return err
+}
+
+// nodeFiles renders one node's files.
+func (r *renderer) nodeFiles(n plan.Node) ([]File, error) {
 	first, _ := firstControlPlane(r.plan)
 	type gen struct {
 		path string
 		mode fs.FileMode
 		gen  func() ([]byte, error)
 	}
-	out := make([][]File, len(r.plan.Nodes))
-	errs := make([]error, len(r.plan.Nodes))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(r.plan.Nodes)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				n := r.plan.Nodes[i]
-				dir := "nodes/" + n.Name + "/"
-				var gens []gen
-				if n.IsWindows() {
-					gens = append(gens,
-						gen{dir + "prepare.ps1", 0o644, func() ([]byte, error) { return r.windowsPrepare(n) }},
-						gen{dir + "patches/kubeletconfiguration.yaml", 0o644, func() ([]byte, error) { return kubeletPatch(r.plan, n) }})
-				} else {
-					gens = append(gens, gen{dir + "prepare.sh", 0o755, func() ([]byte, error) { return r.linuxPrepare(n) }})
-				}
-				if n.Name != first.Name {
-					gens = append(gens, gen{dir + "join.yaml", r.secretMode(n), func() ([]byte, error) { return joinConfig(r.plan, n, r.opts) }})
-				}
-				for _, g := range gens {
-					b, err := g.gen()
-					if err != nil {
-						errs[i] = fmt.Errorf("render %s: %w", g.path, err)
-						break
-					}
-					out[i] = append(out[i], File{Path: g.path, Data: b, Mode: g.mode})
-				}
-			}
-		}()
+	dir := "nodes/" + n.Name + "/"
+	var gens []gen
+	if n.IsWindows() {
+		gens = append(gens,
+			gen{dir + "prepare.ps1", 0o644, func() ([]byte, error) { return r.windowsPrepare(n) }},
+			gen{dir + "patches/kubeletconfiguration.yaml", 0o644, func() ([]byte, error) { return kubeletPatch(r.plan, n) }})
+	} else {
+		gens = append(gens, gen{dir + "prepare.sh", 0o755, func() ([]byte, error) { return r.linuxPrepare(n) }})
 	}
-	for i := range r.plan.Nodes {
-		next <- i
+	if n.Name != first.Name {
+		gens = append(gens, gen{dir + "join.yaml", r.secretMode(n), func() ([]byte, error) { return joinConfig(r.plan, n, r.opts) }})
 	}
-	close(next)
-	wg.Wait()
-	for i, err := range errs {
+	files := make([]File, 0, len(gens))
+	for _, g := range gens {
+		b, err := g.gen()
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("render %s: %w", g.path, err)
 		}
-		r.files = append(r.files, out[i]...)
+		files = append(files, File{Path: g.path, Data: b, Mode: g.mode})
 	}
-	return nil
+	return files, nil
 }
 
 func (r *renderer) workloads() error {

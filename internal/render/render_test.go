@@ -255,6 +255,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"mirror with space", Options{InstallContainerdURL: "https://mirror.example.com/a b"}, false},
 		{"mirror not http", Options{InstallContainerdURL: "file:///C:/x.ps1"}, false},
 		{"mirror bad sha", Options{InstallContainerdURL: "https://m.example.com/x.ps1", InstallContainerdSHA256: "xyz"}, false},
+		{"mirror with a dot segment", Options{InstallContainerdURL: "https://m.example.com/tools/../other/x.ps1"}, false},
+		{"mirror with an encoded dot segment", Options{InstallContainerdURL: "https://m.example.com/tools/%2E%2e/x.ps1"}, false},
+		{"mirror with dots in a name", Options{InstallContainerdURL: "https://m.example.com/tools/x..y/x.ps1"}, true},
 	} {
 		err := tc.o.Validate()
 		if (err == nil) != tc.ok {

@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"net/netip"
 	"path"
 	"strings"
 
@@ -96,33 +97,56 @@ func (r *renderer) runbookData() runbookData {
 	return d
 }
 
-// sshTarget is user@host for a node (the SSH host may differ from the node
-// address: bastions, port forwards).
-func sshTarget(n plan.Node) string {
-	user, host := n.SSH.User, n.SSH.Host
-	if host == "" {
-		host = n.Address
+// sshHost is the host the runbook's ssh and scp commands connect to: the
+// node's SSH host (bastions, port forwards) or its address.
+func sshHost(n plan.Node) string {
+	if n.SSH.Host != "" {
+		return n.SSH.Host
 	}
-	if user == "" {
-		return shWord(host)
+	return n.Address
+}
+
+// scpHost is the host part of an scp operand (HOST:PATH): an IPv6 address
+// in brackets.
+func scpHost(n plan.Node) string {
+	h := sshHost(n)
+	if a, err := netip.ParseAddr(h); err == nil && a.Is6() {
+		return shWord("[" + h + "]")
 	}
-	return shWord(user + "@" + host)
+	return shWord(h)
 }
 
 // sshCmd is the ssh command line up to the remote command; -t gives sudo a
-// terminal to ask for its password.
+// terminal to ask for its password. The user goes after -l and the host
+// after --, so that neither can be read as an option whatever it holds
+// (checkPlan refuses one that starts with '-' anyway).
 func sshCmd(n plan.Node) string {
+	var b strings.Builder
+	b.WriteString("ssh -t")
 	if n.SSH.Port != 0 && n.SSH.Port != 22 {
-		return fmt.Sprintf("ssh -t -p %d %s", n.SSH.Port, sshTarget(n))
+		fmt.Fprintf(&b, " -p %d", n.SSH.Port)
 	}
-	return "ssh -t " + sshTarget(n)
+	if n.SSH.User != "" {
+		b.WriteString(" -l " + shWord(n.SSH.User))
+	}
+	b.WriteString(" -- " + shWord(sshHost(n)))
+	return b.String()
 }
 
+// scpCmd is the scp command line up to its operands, which follow its
+// "--": the user is an option's value (-o User=USER), so that the
+// operands are HOST:PATH and a path, never an option.
 func scpCmd(n plan.Node) string {
+	var b strings.Builder
+	b.WriteString("scp")
 	if n.SSH.Port != 0 && n.SSH.Port != 22 {
-		return fmt.Sprintf("scp -P %d", n.SSH.Port)
+		fmt.Fprintf(&b, " -P %d", n.SSH.Port)
 	}
-	return "scp"
+	if n.SSH.User != "" {
+		b.WriteString(" -o " + shWord("User="+n.SSH.User))
+	}
+	b.WriteString(" --")
+	return b.String()
 }
 
 func (r *renderer) calicoReadme() ([]byte, error) {
@@ -159,6 +183,5 @@ func (r *renderer) dnsRecords() error {
 	for _, rec := range r.plan.DNSRecords {
 		fmt.Fprintf(&b, "%-*s IN %-4s %-15s ; %s\n", width, rec.Name+".", rec.Type, rec.Address, rec.Purpose)
 	}
-	r.add("dns-records.txt", []byte(b.String()), 0o644)
-	return nil
+	return r.add("dns-records.txt", []byte(b.String()), 0o644)
 }

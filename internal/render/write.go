@@ -38,72 +38,91 @@ var ErrForeign = errors.New("holds files render did not write")
 // maxNamed bounds how many foreign files an error names.
 const maxNamed = 20
 
-// WriteDir writes files into dir completely or not at all: into a temporary
+// WriteDir writes files into dir completely or not at all: WriteEach with
+// the files given.
+func WriteDir(ctx context.Context, dir string, files []File, force bool) error {
+	_, err := WriteEach(ctx, dir, force, func(emit func(File) error) error {
+		for _, f := range files {
+			if err := emit(f); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return err
+}
+
+// WriteEach writes into dir, completely or not at all, the files gen
+// passes to emit, each as soon as it is emitted: into a temporary
 // directory beside dir (each file and directory fsynced), which then takes
-// dir's place with one rename. An existing dir must be empty, or, with
-// force, a previous render (it has Marker); it is replaced atomically where
-// the OS can exchange two directories (Linux), else with two renames.
+// dir's place with one rename. A bounded number of files is held at once
+// (those queued for the writers and being written), never all of them, so
+// memory does not grow with the number of files. An existing dir must be
+// empty, or, with force, a previous render (it has Marker); it is replaced
+// atomically where the OS can exchange two directories (Linux), else with
+// two renames. An error of gen, of a write or of ctx leaves dir as it was.
+// It returns the number of files written, Marker included.
 //
 // dir is the user's: when it is a symbolic link, render writes where it
 // points (the link stays). Below it nothing is followed: the temporary
 // directory and everything in it are made by render, one name at a time
 // without following links (internal/atomicfile's Dir), and a link in a
 // previous render is foreign (never followed, never replaced by --force).
-func WriteDir(ctx context.Context, dir string, files []File, force bool) (err error) {
+func WriteEach(ctx context.Context, dir string, force bool, gen func(emit func(File) error) error) (n int, err error) {
 	named := filepath.Clean(dir)
 	dir, err = atomicfile.ResolveUserPath(named)
 	if err != nil {
-		return fmt.Errorf("output directory %s: %w", named, err)
+		return 0, fmt.Errorf("output directory %s: %w", named, err)
 	}
 	fi, statErr := os.Lstat(dir)
 	exists := statErr == nil
 	switch {
 	case statErr != nil && !errors.Is(statErr, fs.ErrNotExist):
-		return fmt.Errorf("output directory %s: %w", named, statErr)
+		return 0, fmt.Errorf("output directory %s: %w", named, statErr)
 	case exists && !fi.IsDir():
-		return fmt.Errorf("output directory %s: exists and is not a directory", named)
+		return 0, fmt.Errorf("output directory %s: exists and is not a directory", named)
 	}
 	if exists {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
-			return fmt.Errorf("output directory %s: %w", named, err)
+			return 0, fmt.Errorf("output directory %s: %w", named, err)
 		}
 		if len(entries) > 0 {
 			if !force {
-				return fmt.Errorf("output directory %s: %w", named, ErrNotEmpty)
+				return 0, fmt.Errorf("output directory %s: %w", named, ErrNotEmpty)
 			}
 			if _, err := os.Lstat(filepath.Join(dir, Marker)); err != nil {
-				return fmt.Errorf("output directory %s: not a hybridctl render output (no %s); refusing to replace it even with --force", named, Marker)
+				return 0, fmt.Errorf("output directory %s: not a hybridctl render output (no %s); refusing to replace it even with --force", named, Marker)
 			}
 			foreign, err := foreignEntries(dir)
 			if err != nil {
-				return fmt.Errorf("output directory %s: %w", named, err)
+				return 0, fmt.Errorf("output directory %s: %w", named, err)
 			}
 			if len(foreign) > 0 {
 				shown := foreign
 				if len(shown) > maxNamed {
 					shown = append(shown[:maxNamed:maxNamed], fmt.Sprintf("and %d more", len(foreign)-maxNamed))
 				}
-				return fmt.Errorf("output directory %s: %w, so --force refuses to replace it (nothing was changed): %s; move them out, or render into another directory", named, ErrForeign, strings.Join(shown, ", "))
+				return 0, fmt.Errorf("output directory %s: %w, so --force refuses to replace it (nothing was changed): %s; move them out, or render into another directory", named, ErrForeign, strings.Join(shown, ", "))
 			}
 			// A previous render made read-only (chmod -R a-w) could not
 			// be removed after the swap: make its directories writable
 			// first, which fails here, before any change, for a tree
 			// owned by someone else.
 			if err := makeWritable(dir); err != nil {
-				return fmt.Errorf("output directory %s: cannot replace the previous render: %w", named, err)
+				return 0, fmt.Errorf("output directory %s: cannot replace the previous render: %w", named, err)
 			}
 		}
 	}
 	parent, err := atomicfile.OpenDir(filepath.Dir(dir), 0)
 	if err != nil {
-		return fmt.Errorf("output directory %s: %w", named, err)
+		return 0, fmt.Errorf("output directory %s: %w", named, err)
 	}
 	defer parent.Close()
 	base := filepath.Base(dir)
 	tmpName, err := parent.MkdirTemp("."+base+".tmp-", 0o700)
 	if err != nil {
-		return fmt.Errorf("output directory %s: %w", named, err)
+		return 0, fmt.Errorf("output directory %s: %w", named, err)
 	}
 	defer func() {
 		if err != nil {
@@ -112,32 +131,31 @@ func WriteDir(ctx context.Context, dir string, files []File, force bool) (err er
 	}()
 	tmp, err := parent.OpenSub(tmpName)
 	if err != nil {
-		return fmt.Errorf("output directory %s: %w", named, err)
+		return 0, fmt.Errorf("output directory %s: %w", named, err)
 	}
 	defer tmp.Close()
-	all := append([]File{{Path: Marker, Data: manifest(files), Mode: 0o644}}, files...)
-	if err := writeAll(ctx, tmp, all); err != nil {
-		return fmt.Errorf("output directory %s: %w", named, err)
+	if n, err = writeStream(ctx, tmp, gen); err != nil {
+		return 0, fmt.Errorf("output directory %s: %w", named, err)
 	}
 	if err := tmp.Chmod(0o755); err != nil {
-		return fmt.Errorf("output directory %s: %w", named, err)
+		return 0, fmt.Errorf("output directory %s: %w", named, err)
 	}
 	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("output directory %s: %w", named, err)
+		return 0, fmt.Errorf("output directory %s: %w", named, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	if !exists {
 		if err := parent.Rename(tmpName, base); err != nil {
-			return fmt.Errorf("output directory %s: %w", named, err)
+			return 0, fmt.Errorf("output directory %s: %w", named, err)
 		}
-		return parent.Sync()
+		return n, parent.Sync()
 	}
 	if err := replaceDir(parent, tmpName, base); err != nil {
-		return fmt.Errorf("output directory %s: %w", named, err)
+		return 0, fmt.Errorf("output directory %s: %w", named, err)
 	}
-	return parent.Sync()
+	return n, parent.Sync()
 }
 
 // writeWorkers is how many files are written and fsynced at once: an
@@ -145,53 +163,127 @@ func WriteDir(ctx context.Context, dir string, files []File, force bool) (err er
 // ones together.
 const writeWorkers = 128
 
-// writeAll writes files under root: first every directory (made without
-// following links, each opened once), then the files by writeWorkers
-// workers (each file created new in its opened directory, written, its
-// mode set and fsynced), then one fsync for each directory, deepest first,
-// also concurrently. Nothing outside root is touched; on error the caller
-// removes root.
-func writeAll(ctx context.Context, root *atomicfile.Dir, files []File) error {
-	dirSet := map[string]bool{}
-	rels := make([]string, len(files))
-	for i, f := range files {
+// writeStream writes the files gen emits under root: each file's missing
+// directories are made when it is emitted (in the emitting goroutine, so
+// in order, one name at a time without following links), then
+// writeWorkers workers write, chmod and fsync the files from a queue of
+// writeWorkers (each created new in its directory, opened beneath root for
+// the write and closed after it, so open descriptors do not grow with the
+// number of directories); emit blocks while the queue is full, which
+// bounds the files held at once. After gen returns, Marker is written with
+// every path and each directory is fsynced once, deepest first, also
+// concurrently. Nothing outside root is touched; on error the caller
+// removes root. A write error is returned before gen's (gen then fails
+// because emit does).
+func writeStream(ctx context.Context, root *atomicfile.Dir, gen func(emit func(File) error) error) (int, error) {
+	type job struct {
+		rel  string
+		file File
+	}
+	jobs := make(chan job, writeWorkers)
+	var (
+		mu       sync.Mutex
+		writeErr error
+		failed   atomic.Bool
+		wg       sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if writeErr == nil {
+			writeErr = err
+		}
+		mu.Unlock()
+		failed.Store(true)
+	}
+	for range writeWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if failed.Load() {
+					continue
+				}
+				if err := writeBeneath(root, j.rel, j.file); err != nil {
+					fail(err)
+				}
+			}
+		}()
+	}
+	made := map[string]bool{}
+	var dirs, paths []string
+	emit := func(f File) error {
+		if failed.Load() {
+			mu.Lock()
+			defer mu.Unlock()
+			return writeErr
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		rel := filepath.FromSlash(f.Path)
 		if !filepath.IsLocal(rel) {
 			return fmt.Errorf("%s: not a relative path inside the output directory", f.Path)
 		}
-		rels[i] = rel
-		for x := filepath.Dir(rel); x != "."; x = filepath.Dir(x) {
-			dirSet[x] = true
+		var missing []string
+		for x := filepath.Dir(rel); x != "." && !made[x]; x = filepath.Dir(x) {
+			missing = append(missing, x)
 		}
-	}
-	dirs := make([]string, 0, len(dirSet))
-	for d := range dirSet {
-		dirs = append(dirs, d)
-	}
-	// Parents before children for Mkdir; children first for the fsyncs.
-	sort.Strings(dirs)
-	open := map[string]*atomicfile.Dir{".": root}
-	defer func() {
-		for d, o := range open {
-			if d != "." {
-				o.Close()
+		for i := len(missing) - 1; i >= 0; i-- {
+			d, err := root.MkdirAll(missing[i], 0o755)
+			if err != nil {
+				return err
 			}
+			d.Close()
+			made[missing[i]] = true
+			dirs = append(dirs, missing[i])
 		}
-	}()
-	for _, d := range dirs {
-		o, err := open[filepath.Dir(d)].MkdirAll(filepath.Base(d), 0o755)
+		paths = append(paths, path.Clean(f.Path))
+		jobs <- job{rel, f}
+		return nil
+	}
+	genErr := gen(emit)
+	close(jobs)
+	wg.Wait()
+	switch {
+	case writeErr != nil:
+		return 0, writeErr
+	case genErr != nil:
+		return 0, genErr
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := writeOne(root, Marker, File{Path: Marker, Data: manifest(paths), Mode: 0o644}); err != nil {
+		return 0, err
+	}
+	// Children before parents: a path sorts after its parent.
+	sort.Strings(dirs)
+	slices.Reverse(dirs)
+	if err := parallel(ctx, len(dirs), func(i int) error {
+		d, err := root.OpenSub(dirs[i])
 		if err != nil {
 			return err
 		}
-		open[d] = o
-	}
-	if err := parallel(ctx, len(files), func(i int) error {
-		return writeOne(open[filepath.Dir(rels[i])], filepath.Base(rels[i]), files[i])
+		defer d.Close()
+		return d.Sync()
 	}); err != nil {
+		return 0, err
+	}
+	return len(paths) + 1, nil
+}
+
+// writeBeneath writes f at rel below root, whose directory exists.
+func writeBeneath(root *atomicfile.Dir, rel string, f File) error {
+	dir := filepath.Dir(rel)
+	if dir == "." {
+		return writeOne(root, rel, f)
+	}
+	d, err := root.OpenSub(dir)
+	if err != nil {
 		return err
 	}
-	slices.Reverse(dirs)
-	return parallel(ctx, len(dirs), func(i int) error { return open[dirs[i]].Sync() })
+	defer d.Close()
+	return writeOne(d, filepath.Base(rel), f)
 }
 
 // parallel runs do(0..n-1) on up to writeWorkers goroutines and returns
@@ -292,11 +384,8 @@ func replaceDir(parent *atomicfile.Dir, tmp, dir string) error {
 }
 
 // manifest is Marker's content: the header and every path written, sorted.
-func manifest(files []File) []byte {
-	paths := make([]string, 0, len(files))
-	for _, f := range files {
-		paths = append(paths, path.Clean(f.Path))
-	}
+func manifest(paths []string) []byte {
+	paths = slices.Clone(paths)
 	sort.Strings(paths)
 	return []byte(manifestHeader + "\n" + strings.Join(paths, "\n") + "\n")
 }

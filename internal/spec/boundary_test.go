@@ -305,7 +305,33 @@ func boundaryCases() []boundary {
 		{"ssh port 1", map[string]any{"spec.nodes[1].ssh": map[string]any{"port": 1}}, "S106", "", "", nil},
 		{"ssh port 65535", map[string]any{"spec.nodes[1].ssh": map[string]any{"port": 65535}}, "S106", "", "", nil},
 		{"ssh port 65536", map[string]any{"spec.nodes[1].ssh": map[string]any{"port": 65536}}, "S106", E, "spec.nodes[1].ssh.port", []string{"65536 is not a TCP port"}},
-		{"ssh user with @", map[string]any{"spec.nodes[1].ssh": map[string]any{"user": "a@b"}}, "S106", E, "spec.nodes[1].ssh.user", nil},
+		// S106: ssh.user, a POSIX user name on Linux (at most 32), a
+		// Windows account name on Windows (user part at most 64); never
+		// an option.
+		{"ssh user with @", map[string]any{"spec.nodes[1].ssh": map[string]any{"user": "a@b"}}, "S106", E, "spec.nodes[1].ssh.user", []string{"not a POSIX user name", "only for a Windows node"}},
+		{"ssh user 32", map[string]any{"spec.nodes[1].ssh": map[string]any{"user": strings.Repeat("u", 32)}}, "S106", "", "", nil},
+		{"ssh user 33", map[string]any{"spec.nodes[1].ssh": map[string]any{"user": strings.Repeat("u", 33)}}, "S106", E, "spec.nodes[1].ssh.user", []string{"at most 32 characters"}},
+		{"ssh user 31 and $", map[string]any{"spec.nodes[1].ssh": map[string]any{"user": strings.Repeat("u", 31) + "$"}}, "S106", "", "", nil},
+		{"ssh user _x-1", map[string]any{"spec.nodes[1].ssh": map[string]any{"user": "_x-1"}}, "S106", "", "", nil},
+		{"ssh user starting with a digit", map[string]any{"spec.nodes[1].ssh": map[string]any{"user": "1x"}}, "S106", E, "spec.nodes[1].ssh.user", nil},
+		{"ssh user upper case on linux", map[string]any{"spec.nodes[1].ssh": map[string]any{"user": "Admin"}}, "S106", E, "spec.nodes[1].ssh.user", []string{"only for a Windows node"}},
+		{"ssh user as an option", map[string]any{"spec.nodes[1].ssh": map[string]any{"user": "-oProxyCommand=touch /tmp/x"}}, "S106", E, "spec.nodes[1].ssh.user", []string{"starts with '-'", "read it as an option"}},
+		{"ssh user with a newline", map[string]any{"spec.nodes[1].ssh": map[string]any{"user": "root\nx"}}, "S106", E, "spec.nodes[1].ssh.user", []string{`"root\nx"`}},
+		{"windows user 64", map[string]any{"spec.nodes[3].ssh": map[string]any{"user": strings.Repeat("W", 64)}}, "S106", "", "", nil},
+		{"windows user 65", map[string]any{"spec.nodes[3].ssh": map[string]any{"user": strings.Repeat("W", 65)}}, "S106", E, "spec.nodes[3].ssh.user", []string{"not a Windows account name", "at most 64"}},
+		{"windows domain user", map[string]any{"spec.nodes[3].ssh": map[string]any{"user": `LAB\Jane Doe`}}, "S106", "", "", nil},
+		{"windows upn", map[string]any{"spec.nodes[3].ssh": map[string]any{"user": "jane@lab.example.com"}}, "S106", "", "", nil},
+		{"windows user as an option", map[string]any{"spec.nodes[3].ssh": map[string]any{"user": "-oProxyCommand"}}, "S106", E, "spec.nodes[3].ssh.user", []string{"starts with '-'"}},
+		{"windows user part as an option", map[string]any{"spec.nodes[3].ssh": map[string]any{"user": `LAB\-x`}}, "S106", E, "spec.nodes[3].ssh.user", nil},
+		{"windows user with =", map[string]any{"spec.nodes[3].ssh": map[string]any{"user": "a=b"}}, "S106", E, "spec.nodes[3].ssh.user", nil},
+		{"windows user with ESC", map[string]any{"spec.nodes[3].ssh": map[string]any{"user": "a\x1b[2Jb"}}, "S106", E, "spec.nodes[3].ssh.user", []string{`"a\x1b[2Jb"`}},
+		{"windows user with a line separator", map[string]any{"spec.nodes[3].ssh": map[string]any{"user": "a\u2028b"}}, "S106", E, "spec.nodes[3].ssh.user", nil},
+		{"windows upn with a bad domain", map[string]any{"spec.nodes[3].ssh": map[string]any{"user": "a@-b"}}, "S106", E, "spec.nodes[3].ssh.user", nil},
+		// S106: ssh.host is an IP address or a DNS name.
+		{"ssh host name", map[string]any{"spec.nodes[1].ssh": map[string]any{"host": "bastion.example.com"}}, "S106", "", "", nil},
+		{"ssh host ipv6", map[string]any{"spec.nodes[1].ssh": map[string]any{"host": "fd00::1"}}, "S106", "", "", nil},
+		{"ssh host as an option", map[string]any{"spec.nodes[1].ssh": map[string]any{"host": "-oProxyCommand=sh"}}, "S106", E, "spec.nodes[1].ssh.host", []string{"neither an IP address nor a DNS name"}},
+		{"ssh host with a zone", map[string]any{"spec.nodes[1].ssh": map[string]any{"host": "fe80::1%eth0"}}, "S106", E, "spec.nodes[1].ssh.host", nil},
 		// S002: the cluster name is a DNS label.
 		{"cluster name 63", map[string]any{"metadata.name": strings.Repeat("c", 63)}, "S002", "", "", nil},
 		{"cluster name 64", map[string]any{"metadata.name": strings.Repeat("c", 64)}, "S002", E, "metadata.name", nil},
@@ -443,5 +469,36 @@ func TestControlPlaneCount(t *testing.T) {
 		if strings.Join(got, "\n") != c.want {
 			t.Errorf("%s: S404 diagnostics\n%s\nwant\n%s", c.name, strings.Join(got, "\n"), c.want)
 		}
+	}
+}
+
+// TestNodeCountLimit: MaxNodes nodes are a valid spec, one more is refused
+// with S110 and nothing else; the fixture holds MaxNodes+1.
+func TestNodeCountLimit(t *testing.T) {
+	src := mustRead(t, "testdata/invalid/S110-node-count.yaml")
+	r := Parse("big.yaml", []byte(src))
+	errs := r.Diagnostics.Errors()
+	if len(errs) != 1 || errs[0].Rule != "S110" || !strings.Contains(errs[0].Message, "has 5001 nodes") || !strings.Contains(errs[0].Message, "at most 5000") {
+		t.Fatalf("%d+1 nodes: want one S110 error, got:\n%s", MaxNodes, diagText(r.Diagnostics))
+	}
+	if r.Cluster != nil {
+		t.Errorf("%d+1 nodes: the list was decoded", MaxNodes)
+	}
+	// Refused before anything else is checked: a second problem waits.
+	r = Parse("big.yaml", []byte(strings.Replace(src, "gateway: 10.1.0.1", "gateway: 10.9.0.1", 1)))
+	if errs := r.Diagnostics.Errors(); len(errs) != 1 || errs[0].Rule != "S110" || errs[0].Line != 14 {
+		t.Errorf("%d+1 nodes and a bad gateway: want only S110 at line 14, got:\n%s", MaxNodes, diagText(r.Diagnostics))
+	}
+	// In flow style too.
+	flow := strings.Replace(strings.Replace(src, "\n  - {", ", {", -1), "  nodes:, {", "  nodes: [{", 1)
+	flow = strings.TrimSuffix(flow, "\n") + "]\n"
+	r = Parse("big.yaml", []byte(flow))
+	if errs := r.Diagnostics.Errors(); len(errs) != 1 || errs[0].Rule != "S110" {
+		t.Errorf("%d+1 nodes in flow style: got:\n%s", MaxNodes, diagText(r.Diagnostics))
+	}
+	last := strings.LastIndex(strings.TrimSuffix(src, "\n"), "\n")
+	r = Parse("big.yaml", []byte(src[:last+1]))
+	if len(r.Diagnostics) != 0 || len(r.Cluster.Spec.Nodes) != MaxNodes {
+		t.Fatalf("%d nodes: want a valid spec of %d nodes, got %d nodes and:\n%s", MaxNodes, MaxNodes, len(r.Cluster.Spec.Nodes), diagText(r.Diagnostics))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -106,8 +107,8 @@ func Parse(file string, data []byte) *Result {
 				add(line, "", msg)
 			}
 		} else {
-			line, msg := yamlErrorLine(err)
-			add(line, "", msg)
+			_, msg := yamlErrorLine(err)
+			add(unplacedLine(data), "", msg)
 		}
 		return r
 	}
@@ -116,11 +117,20 @@ func Parse(file string, data []byte) *Result {
 		add(extra.Line, "", "the file holds more than one YAML document; a spec is one Cluster document")
 	} else if !errors.Is(err, io.EOF) {
 		line, msg := yamlErrorLine(err)
+		if line < 1 {
+			line = unplacedLine(data)
+		}
 		add(line, "", msg)
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
+	}
+	// More nodes than Kubernetes supports: refused before the rest of
+	// the work, which grows with the nodes (a 4 MiB spec holds ~100,000).
+	if line, n := nodeCount(root); n > MaxNodes {
+		r.Diagnostics = append(r.Diagnostics, nodeCountDiagnostic(file, line, n))
+		return r
 	}
 	w := walker{file: file, lines: r.lines}
 	w.walk(root, reflect.TypeOf(Cluster{}), "")
@@ -284,6 +294,45 @@ func yamlErrorLine(err error) (int, string) {
 		}
 	}
 	return 0, "invalid YAML: " + msg
+}
+
+// nodeCount is the length of spec.nodes in the YAML tree and the line of
+// its key; 0 when it is not a list.
+func nodeCount(root *yaml.Node) (line, n int) {
+	field := func(m *yaml.Node, key string) (*yaml.Node, *yaml.Node) {
+		if m == nil || m.Kind != yaml.MappingNode {
+			return nil, nil
+		}
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i].Value == key {
+				return m.Content[i], m.Content[i+1]
+			}
+		}
+		return nil, nil
+	}
+	_, spec := field(root, "spec")
+	key, nodes := field(spec, "nodes")
+	if nodes == nil || nodes.Kind != yaml.SequenceNode {
+		return 0, 0
+	}
+	return key.Line, len(nodes.Content)
+}
+
+// unplacedLine is the line of a YAML error the decoder gave without one:
+// the line of the first byte that is not UTF-8 when there is one (the
+// decoder's reader errors carry no line), else the first line (the
+// decoder leaves out "line 1").
+func unplacedLine(data []byte) int {
+	if !utf8.Valid(data) {
+		for i := 0; i < len(data); {
+			r, size := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && size <= 1 {
+				return bytes.Count(data[:i], []byte("\n")) + 1
+			}
+			i += size
+		}
+	}
+	return 1
 }
 
 // lineIndex maps field paths (spec.nodes[3].name) to source lines.

@@ -201,62 +201,6 @@ func checkOffline(v *validator) {
 	}
 }
 
-// checkBundleVersions: with a bundle, the versions become upstream file
-// names and paths in the bundle (internal/bundle checks the same again).
-// Versions S601 cannot parse are S601's to report.
-func checkBundleVersions(v *validator) {
-	s := v.c.Spec
-	if s.Packages.Source != SourceBundle {
-		return
-	}
-	fields := []struct{ path, val string }{
-		{"spec.kubernetesVersion", s.KubernetesVersion},
-		{"spec.containerd.version", s.Containerd.Version},
-		{"spec.crictl.version", s.Crictl.Version},
-		{"spec.runc.version", s.Runc.Version},
-		{"spec.cniPlugins.version", s.CNIPlugins.Version},
-		{"spec.calico.version", s.Calico.Version},
-	}
-	if s.Addons.MetricsServer != nil {
-		fields = append(fields, struct{ path, val string }{"spec.addons.metricsServer.version", s.Addons.MetricsServer.Version})
-	}
-	if s.Addons.CertManager != nil {
-		fields = append(fields, struct{ path, val string }{"spec.addons.certManager.version", s.Addons.CertManager.Version})
-	}
-	for _, f := range fields {
-		sv, ok := parseSemver(f.val)
-		if !ok {
-			continue
-		}
-		if strings.Contains(f.val, "+") {
-			v.errorf(f.path, "%q has build metadata (+...): no release file of a bundle is named so; use the release version %s", f.val, strings.SplitN(f.val, "+", 2)[0])
-			continue
-		}
-		if bad := badPreRelease(sv.Pre); bad != "" {
-			v.errorf(f.path, "%q cannot name a release file of the bundle: %s", f.val, bad)
-		}
-	}
-}
-
-// badPreRelease says what is wrong with a pre-release (semver: dot-separated
-// non-empty identifiers of [0-9A-Za-z-]), or "" when nothing is.
-func badPreRelease(pre string) string {
-	if pre == "" {
-		return ""
-	}
-	for _, id := range strings.Split(pre, ".") {
-		if id == "" {
-			return "an empty pre-release identifier"
-		}
-		for _, r := range id {
-			if !(r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-				return fmt.Sprintf("%q in the pre-release (only letters, digits, '-' and '.')", r)
-			}
-		}
-	}
-	return ""
-}
-
 // MaxRegistryCABytes bounds the registry CA file.
 const MaxRegistryCABytes = 1 << 20
 

@@ -172,38 +172,41 @@ func TestRegistryCA(t *testing.T) {
 	}
 }
 
-// TestBundleVersionsOnlyWithABundle: the S703 fixture's versions with
-// packages.source upstream give no S703 (the near miss), and with a bundle
-// each bad one is reported.
-func TestBundleVersionsOnlyWithABundle(t *testing.T) {
-	src := mustRead(t, "testdata/invalid/S703-bundle-versions.yaml")
-	count := func(src string) int {
-		n := 0
+// TestVersionsStrictForEverySource: the release-version fixture's bad
+// versions are reported the same whether packages come
+// from upstream or from a bundle (a version reaches the download URLs, the
+// scripts and the runbook either way).
+func TestVersionsStrictForEverySource(t *testing.T) {
+	src := mustRead(t, "testdata/invalid/S601-release-versions.yaml")
+	versionDiags := func(src string) []string {
+		var out []string
 		for _, d := range Parse("x.yaml", []byte(src)).Diagnostics {
-			if d.Rule == "S703" {
-				n++
+			if d.Rule == "S601" || d.Rule == "S604" {
+				out = append(out, d.Path+": "+d.Message)
 			}
 		}
-		return n
+		return out
 	}
-	if n := count(src); n != 4 {
-		t.Errorf("with a bundle: %d S703 diagnostics, want 4", n)
+	upstream := versionDiags(src)
+	if len(upstream) != 6 {
+		t.Fatalf("upstream: %d S601/S604 diagnostics, want 6:\n%s", len(upstream), strings.Join(upstream, "\n"))
 	}
-	if n := count(strings.Replace(src, "source: bundle", "source: upstream", 1)); n != 0 {
-		t.Errorf("upstream: %d S703 diagnostics, want 0", n)
+	bundled := versionDiags(strings.Replace(src, "  crictl: {version: 1.37.0-rc.1}\n", "  crictl: {version: 1.37.0-rc.1}\n  packages: {source: bundle}\n", 1))
+	if strings.Join(bundled, "\n") != strings.Join(upstream, "\n") {
+		t.Errorf("with a bundle:\n%s\nupstream:\n%s", strings.Join(bundled, "\n"), strings.Join(upstream, "\n"))
 	}
 }
 
-// TestBundlePreReleaseCharacters: a bundle's pre-release takes exactly
-// [0-9A-Za-z-] and dots; each range is tested at both ends and at the
-// character just outside it, through S703 and badPreRelease.
-func TestBundlePreReleaseCharacters(t *testing.T) {
-	for _, id := range []string{"0", "9", "a", "z", "A", "Z", "-", "rc0", "rc.9", "Az-09"} {
+// TestPreReleaseCharacters: a pre-release takes exactly [0-9A-Za-z-] and
+// dots; each range is tested at both ends and at the character just
+// outside it, through badPreRelease and through rule S601.
+func TestPreReleaseCharacters(t *testing.T) {
+	for _, id := range []string{"0", "9", "a", "z", "A", "Z", "-", "rc0", "rc.9", "Az-09", "0a", "rc.0"} {
 		if bad := badPreRelease(id); bad != "" {
 			t.Errorf("badPreRelease(%q) = %q, want it accepted", id, bad)
 		}
 	}
-	for _, id := range []string{"/", ":", "`", "{", "@", "[", "_", "rc~"} {
+	for _, id := range []string{"/", ":", "`", "{", "@", "[", "_", "rc~", "rc\n"} {
 		bad := badPreRelease(id)
 		if want := fmt.Sprintf("%q in the pre-release", id[len(id)-1]); !strings.HasPrefix(bad, want) {
 			t.Errorf("badPreRelease(%q) = %q, want it to start with %s", id, bad, want)
@@ -212,21 +215,26 @@ func TestBundlePreReleaseCharacters(t *testing.T) {
 	if bad := badPreRelease("rc..1"); bad != "an empty pre-release identifier" {
 		t.Errorf(`badPreRelease("rc..1") = %q`, bad)
 	}
-	// Through the rule: v1.38.0-rc.0 names a release file, v1.38.0-rc:0 does not.
-	src := mustRead(t, "testdata/valid/offline.yaml")
-	for _, c := range []struct {
-		version string
-		want    int
-	}{{"v1.38.0-rc.0", 0}, {"v1.38.0-rc.9", 0}, {"v1.38.0-RC.Z", 0}, {"v1.38.0-rc:0", 1}} {
-		s := strings.Replace(src, "\nspec:\n", "\nspec:\n  kubernetesVersion: "+c.version+"\n", 1)
-		n := 0
-		for _, d := range Parse("offline.yaml", []byte(s)).Diagnostics {
-			if d.Rule == "S703" {
-				n++
+	if bad := badPreRelease("rc.01"); bad != "the pre-release number 01 has a leading zero" {
+		t.Errorf(`badPreRelease("rc.01") = %q`, bad)
+	}
+	// Through the rule, with either source.
+	for _, source := range []string{"upstream", "bundle"} {
+		src := strings.Replace(mustRead(t, "testdata/valid/offline.yaml"), "source: bundle", "source: "+source, 1)
+		for _, c := range []struct {
+			version string
+			want    int
+		}{{"v1.38.0-rc.0", 0}, {"v1.38.0-rc.9", 0}, {"v1.38.0-RC.Z", 0}, {"v1.38.0-rc:0", 1}, {"v1.38.0-rc.00", 1}, {"v1.38.0-", 1}} {
+			s := strings.Replace(src, "\nspec:\n", "\nspec:\n  kubernetesVersion: "+c.version+"\n", 1)
+			n := 0
+			for _, d := range Parse("offline.yaml", []byte(s)).Diagnostics {
+				if d.Rule == "S601" && d.Path == "spec.kubernetesVersion" {
+					n++
+				}
 			}
-		}
-		if n != c.want {
-			t.Errorf("kubernetesVersion %s with a bundle: %d S703 diagnostics, want %d", c.version, n, c.want)
+			if n != c.want {
+				t.Errorf("kubernetesVersion %s with packages.source %s: %d S601 diagnostics, want %d", c.version, source, n, c.want)
+			}
 		}
 	}
 }

@@ -27,6 +27,9 @@ const (
 	MaxNodeName  = 63 // a DNS label
 	// MaxWindowsNodeName is the NetBIOS computer name limit.
 	MaxWindowsNodeName = 15
+	// MaxNodes is the largest cluster Kubernetes supports (its
+	// scalability thresholds: 5,000 nodes).
+	MaxNodes = 5000
 )
 
 // dnsLabelPattern is k8s.io/apimachinery's IsDNS1123Label as a JSON Schema
@@ -99,6 +102,7 @@ type jsonSchema struct {
 	Minimum              *int                   `json:"minimum,omitempty"`
 	Maximum              *int                   `json:"maximum,omitempty"`
 	MinItems             *int                   `json:"minItems,omitempty"`
+	MaxItems             *int                   `json:"maxItems,omitempty"`
 	Items                *jsonSchema            `json:"items,omitempty"`
 	Properties           map[string]*jsonSchema `json:"properties,omitempty"`
 	Required             []string               `json:"required,omitempty"`
@@ -211,6 +215,9 @@ func (g *schemaGen) gen(t reflect.Type, path string) *jsonSchema {
 		if path == "spec.network.dnsServers" || path == "spec.nodes" {
 			s.MinItems = ptr(1)
 		}
+		if path == "spec.nodes" {
+			s.MaxItems = ptr(MaxNodes)
+		}
 	case reflect.String:
 		s.Type = "string"
 	case reflect.Int:
@@ -237,7 +244,7 @@ func (g *schemaGen) gen(t reflect.Type, path string) *jsonSchema {
 	case "metadata.name", "spec.nodes[].name":
 		s.Pattern, s.MaxLength = dnsLabelPattern, ptr(MaxNodeName)
 	case "spec.nodes[].ssh.user":
-		s.Pattern = "^[^ \t\n@:]*$"
+		s.Pattern = windowsAccountPattern
 	case "spec.nodes[]":
 		// S301: a Windows node's name is its computer name.
 		s.If = &jsonSchema{Properties: map[string]*jsonSchema{"os": {Const: OSWindows}}, Required: []string{"os"}}

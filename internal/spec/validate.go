@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -26,6 +27,11 @@ type Rule struct {
 var ruleStructure = Rule{ID: "S001", Name: "structure",
 	Doc: "The file is one YAML document whose fields and types are exactly those of hybridctl.dev/v1alpha1 Cluster; unknown or misspelled fields are errors, not ignored."}
 
+// ruleNodeCount refuses more than MaxNodes nodes; the loader applies it
+// before decoding the list, since everything after grows with it.
+var ruleNodeCount = Rule{ID: "S110", Name: "node-count",
+	Doc: "At most 5,000 nodes, the largest cluster Kubernetes supports (its scalability thresholds): render writes a script and a join file per node and apply connects to each; a longer list is refused before anything else is checked."}
+
 // Rules returns every rule in the order it runs, starting with the
 // structural rule the loader applies.
 func Rules() []Rule {
@@ -37,10 +43,11 @@ func Rules() []Rule {
 		{ID: "S103", Name: "address-in-node-network", Doc: "Every node address and the gateway are host addresses inside nodeCIDR.", check: checkAddressesInNodeCIDR},
 		{ID: "S104", Name: "unique-nodes", Doc: "Node names and addresses are unique.", check: checkUnique},
 		{ID: "S105", Name: "node-names", Doc: "Node names are lowercase DNS labels (RFC 1123): they become Kubernetes Node names and host names.", check: checkNodeNames},
-		{ID: "S106", Name: "node-fields", Doc: "Every node has a name, an address, a role (control-plane or worker) and an OS (linux or windows); windows settings only on Windows nodes.", check: checkNodeFields},
+		{ID: "S106", Name: "node-fields", Doc: "Every node has a name, an address, a role (control-plane or worker) and an OS (linux or windows); windows settings only on Windows nodes; ssh.user is a POSIX user name (a Windows account name, USER, DOMAIN\\USER or USER@DOMAIN, on a Windows node) and ssh.host an IP address or a DNS name, so that neither can be read as an option of ssh or scp.", check: checkNodeFields},
 		{ID: "S107", Name: "dns-names", Doc: "dnsSuffix and dnsDomain are DNS names; NTP servers are names or addresses.", check: checkDNSNames},
 		{ID: "S108", Name: "mtu", Doc: "The node network MTU leaves room for the VXLAN header (50 bytes) and is at most 9000.", check: checkMTU},
 		{ID: "S109", Name: "dns-servers-outside-cluster", Doc: "A DNS server of the nodes is not the cluster's DNS Service IP (the 10th address of serviceCIDR) nor inside the service or pod network (warning): the nodes need DNS before the cluster runs, and CoreDNS forwards to the nodes' resolvers, so it would ask itself.", check: checkDNSServersOutside},
+		ruleNodeCount,
 		{ID: "S201", Name: "block-size", Doc: "blockSize is within Calico's IPv4 range (20-32) and not shorter than the pod CIDR prefix.", check: checkBlockSize},
 		{ID: "S202", Name: "pod-cidr-capacity", Doc: "The pod CIDR holds at least one address block per node (a warning below two per node: a node that cannot get a second block stops at one block of pods).", check: checkPodCapacity},
 		{ID: "S203", Name: "service-cidr-size", Doc: "The service CIDR is no larger than /12 (kube-apiserver's limit of 20 host bits for IPv4) and leaves room for the API and DNS service IPs.", check: checkServiceCIDR},
@@ -54,13 +61,12 @@ func Rules() []Rule {
 		{ID: "S501", Name: "control-plane-endpoint", Doc: "controlPlaneEndpoint is host:port; a warning when the host is an IP address (a name can later point at a virtual address for a second control plane without rebuilding the cluster).", check: checkEndpoint},
 		{ID: "S502", Name: "control-plane-endpoint-address", Doc: "An IP controlPlaneEndpoint is an IPv4 address outside the service and pod networks: a Service or pod address exists only once the cluster runs, and an IPv6 one cannot be reached in an IPv4-only cluster.", check: checkEndpointAddress},
 		{ID: "S503", Name: "api-port", Doc: "The port of controlPlaneEndpoint, which kube-apiserver binds on every control-plane node, is not one the node already uses (etcd 2379-2381, the kubelet 10248 and 10250, kube-proxy 10249 and 10256, the controller-manager 10257, the scheduler 10259, Calico Typha 5473, BGP 179 when enabled) and not in the NodePort range 30000-32767, where kube-proxy's rules would take its traffic.", check: checkAPIPort},
-		{ID: "S601", Name: "versions", Doc: "Versions are valid: kubernetesVersion and calico.version are semantic versions with a leading v; containerd, crictl, runc and cniPlugins versions are written without it.", check: checkVersions},
+		{ID: "S601", Name: "versions", Doc: "Every version, whatever packages.source says, is a release: MAJOR.MINOR.PATCH (numbers without leading zeros), optionally a pre-release of dot-separated letters, digits and '-' (v1.38.0-rc.1), nothing else (no build metadata, white space or '/'), at most 64 characters, since versions become download URLs, bundle file names, image tags and words of scripts and the runbook; kubernetesVersion and calico.version have a leading v, containerd, crictl, runc and cniPlugins are written without it.", check: checkVersions},
 		{ID: "S602", Name: "version-compat", Doc: "crictl's minor matches Kubernetes' (warning); a Kubernetes version outside 1.34-1.37, older or newer, is a warning; containerd below 2.0 is a warning; Calico from v3.33 on Kubernetes from 1.36 uses the native projectcalico.org/v3 CRDs.", check: checkVersionCompat},
 		{ID: "S603", Name: "enums", Doc: "calico.linuxDataplane is Nftables, Iptables or BPF; encapsulation VXLAN, VXLANCrossSubnet, IPIP, IPIPCrossSubnet or None; bgp Enabled or Disabled; kubeProxy.mode nftables, iptables or ipvs.", check: checkEnums},
-		{ID: "S604", Name: "addons", Doc: "Add-on versions are semantic versions with a leading v.", check: checkAddons},
+		{ID: "S604", Name: "addons", Doc: "Add-on versions are release versions as S601 says, with a leading v (they name the add-on's release download).", check: checkAddons},
 		{ID: "S701", Name: "private-registry", Doc: "images.registry is host[:port][/path] with no scheme, tag or digest (an IPv6 address in brackets, a port 1-65535, a host with a dot or a port, or localhost, so it is not read as a Docker Hub namespace); images.registryCA is a file beside the spec holding only PEM CERTIFICATE blocks.", check: checkRegistry},
 		{ID: "S702", Name: "offline-settings", Doc: "packages.source is upstream or bundle; network.configure is check, netplan or systemd-networkd; a bundle without a private registry still pulls images from the internet (warning).", check: checkOffline},
-		{ID: "S703", Name: "bundle-versions", Doc: "With packages.source: bundle, every version that names a file of the bundle (kubernetesVersion, containerd, crictl, runc, cniPlugins, calico and the add-ons) is a release: MAJOR.MINOR.PATCH with an optional pre-release of letters, digits, '-' and '.', and no build metadata (+...), so that it names an upstream release file and a safe path in the bundle.", check: checkBundleVersions},
 	}
 }
 
@@ -301,12 +307,19 @@ func checkNodeFields(v *validator) {
 			if node.SSH.Port < 1 || node.SSH.Port > 65535 {
 				v.errorf(nodePath(i, "ssh.port"), "%d is not a TCP port", node.SSH.Port)
 			}
-			if node.SSH.User != "" && strings.ContainsAny(node.SSH.User, " \t\n@:") {
-				v.errorf(nodePath(i, "ssh.user"), "%q is not a user name", node.SSH.User)
+			if p := SSHUserProblem(node.SSH.User, node.IsWindows()); node.SSH.User != "" && p != "" {
+				v.errorf(nodePath(i, "ssh.user"), "%s", p)
+			}
+			if p := SSHHostProblem(node.SSH.Host); node.SSH.Host != "" && p != "" {
+				v.errorf(nodePath(i, "ssh.host"), "%s", p)
 			}
 		}
 	}
 }
+
+// IsDNSName reports whether s is a DNS name (an RFC 1123 subdomain, any
+// case).
+func IsDNSName(s string) bool { return isDNSName(s) }
 
 func isDNSName(s string) bool {
 	return len(validation.IsDNS1123Subdomain(strings.ToLower(s))) == 0
@@ -328,6 +341,12 @@ func checkDNSNames(v *validator) {
 			v.errorf(fmt.Sprintf("spec.network.ntpServers[%d]", i), "%q is neither a DNS name nor an IP address", s)
 		}
 	}
+}
+
+// nodeCountDiagnostic is ruleNodeCount's error for n nodes listed at line.
+func nodeCountDiagnostic(file string, line, n int) Diagnostic {
+	return Diagnostic{Severity: SeverityError, Rule: ruleNodeCount.ID, Name: ruleNodeCount.Name, File: file, Line: line, Path: "spec.nodes",
+		Message: fmt.Sprintf("has %d nodes; Kubernetes supports clusters of at most %d, and what hybridctl does grows with them (render writes files for each, apply connects to each); the rest of the spec is checked once the list is within the limit", n, MaxNodes)}
 }
 
 func checkMTU(v *validator) {
@@ -652,19 +671,27 @@ func checkVersions(v *validator) {
 		{"spec.runc.version", s.Runc.Version, false},
 		{"spec.cniPlugins.version", s.CNIPlugins.Version, false},
 	} {
-		sv, ok := parseSemver(f.val)
-		switch {
-		case !ok:
-			example := "1.2.3"
-			if f.wantV {
-				example = "v1.2.3"
-			}
-			v.errorf(f.path, "%q is not a version like %s", f.val, example)
-		case f.wantV && !sv.V:
-			v.errorf(f.path, "%q needs a leading v: v%s", f.val, f.val)
-		case !f.wantV && sv.V:
-			v.errorf(f.path, "%q is written without the leading v: %s", f.val, strings.TrimPrefix(f.val, "v"))
-		}
+		v.checkVersion(f.path, f.val, f.wantV)
+	}
+}
+
+// checkVersion reports a version that is not a strict release version
+// (ParseVersion), or that has or lacks the leading v its field wants. The
+// value is quoted in the message, its control characters escaped.
+func (v *validator) checkVersion(path, val string, wantV bool) {
+	example := "1.2.3"
+	if wantV {
+		example = "v1.2.3"
+	}
+	sv, err := ParseVersion(val)
+	var verr *VersionError
+	switch {
+	case errors.As(err, &verr):
+		v.errorf(path, "%q is not a version like %s or %s-rc.1: %s", val, example, example, verr.Reason)
+	case wantV && !sv.V:
+		v.errorf(path, "%q needs a leading v: v%s", val, val)
+	case !wantV && sv.V:
+		v.errorf(path, "%q is written without the leading v: %s", val, strings.TrimPrefix(val, "v"))
 	}
 }
 
@@ -737,9 +764,7 @@ func checkAddons(v *validator) {
 		if f.addon == nil {
 			continue
 		}
-		if sv, ok := parseSemver(f.addon.Version); !ok || !sv.V {
-			v.errorf(f.path, "%q is not a version like v1.2.3", f.addon.Version)
-		}
+		v.checkVersion(f.path, f.addon.Version, true)
 	}
 }
 

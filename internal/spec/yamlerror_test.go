@@ -38,8 +38,8 @@ func lineOf(t *testing.T, src, l string) int {
 	return 0
 }
 
-// oneDiagnostic parses src and wants exactly one diagnostic, on line want
-// (0: no line) with msg in its message.
+// oneDiagnostic parses src and wants exactly one diagnostic, on line want,
+// with msg in its message.
 func oneDiagnostic(t *testing.T, src string, want int, msg string) {
 	t.Helper()
 	r := Parse("lab.yaml", []byte(src))
@@ -118,10 +118,14 @@ func TestTabAfterTextIsNotIndentation(t *testing.T) {
 }
 
 // TestUnplacedYAMLError: an error yaml.v3 reports without a line (it was
-// on the first line) is not moved to a later line by the indentation
-// search, which would point at a line with nothing wrong.
+// on the first line) is put on line 1, not moved to a later line by the
+// indentation search, which would point at a line with nothing wrong; a
+// byte that is not UTF-8, which the decoder reports without a line, is
+// put on its own line.
 func TestUnplacedYAMLError(t *testing.T) {
-	oneDiagnostic(t, "apiVersion: v: 1\n kind: Cluster\n", 0, "invalid YAML: mapping values are not allowed in this context")
+	oneDiagnostic(t, "apiVersion: v: 1\n kind: Cluster\n", 1, "invalid YAML: mapping values are not allowed in this context")
+	oneDiagnostic(t, "apiVersion: hybridctl.dev/v1alpha1\nkind: Cluster\nmetadata: {name: \xff}\n", 3, "invalid YAML")
+	oneDiagnostic(t, "\xff", 1, "invalid YAML")
 	r := Parse("lab.yaml", []byte("apiVersion: v: 1\n kind: Cluster\n"))
 	if m := r.Diagnostics[0].Message; m != "invalid YAML: mapping values are not allowed in this context" {
 		t.Errorf("message %q", m)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hybridctl/hybridctl/hack/lab/artifacts"
 	"github.com/hybridctl/hybridctl/internal/plan"
+	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
 // RegistryPort is the port the lab registry listens on at the gateway.
@@ -154,16 +155,11 @@ func validName(s string) error {
 	return nil
 }
 
-// validUser is what the lab accepts as an SSH user name.
+// validUser is what the lab accepts as an SSH user name: a POSIX user
+// name, as the spec requires of a Linux node's ssh.user.
 func validUser(s string) error {
-	if s == "" || len(s) > 32 {
-		return fmt.Errorf("%q must be 1 to 32 characters", s)
-	}
-	for i, r := range s {
-		ok := r >= 'a' && r <= 'z' || r == '_' || i > 0 && (r >= '0' && r <= '9' || r == '-')
-		if !ok {
-			return fmt.Errorf("%q is not a plain Linux user name", s)
-		}
+	if !spec.IsPOSIXUserName(s) {
+		return fmt.Errorf("%q is not a POSIX user name (lower-case letters, digits, '_' and '-', not starting with a digit or '-', at most %d characters)", s, spec.MaxPOSIXUserName)
 	}
 	return nil
 }

@@ -349,7 +349,7 @@ func prepareNode(ctx context.Context, lab *Lab, n Node, tree, authorized string,
 		if n.User != u {
 			continue
 		}
-		if _, err := run(ctx, "chroot", root, "useradd", "-m", "-s", "/bin/bash", "-G", "sudo", u); err != nil {
+		if _, err := run(ctx, "chroot", root, "useradd", "-m", "-s", "/bin/bash", "-G", "sudo", "--", u); err != nil {
 			return "", err
 		}
 		if err := os.WriteFile(filepath.Join(root, "etc/sudoers.d/hybridctl-lab-"+u), []byte(u+" ALL=(ALL) NOPASSWD:ALL\n"), 0o440); err != nil {

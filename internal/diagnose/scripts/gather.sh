@@ -52,7 +52,7 @@ fi
 # shellcheck disable=SC2317 # called through section
 api_probe() {
 	if have getent; then
-		getent ahostsv4 "$api_host" | head -n 3
+		getent ahostsv4 -- "$api_host" | head -n 3
 	fi
 	if have bash; then
 		# The host and port are bash's $1 and $2: expanded once, as words.

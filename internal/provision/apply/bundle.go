@@ -151,7 +151,7 @@ if (Test-Path -LiteralPath $s -PathType Leaf) { '` + bundleSumsMarker + `{0}' -f
 		script = b.String()
 	} else {
 		var b strings.Builder
-		fmt.Fprintf(&b, "cd %s 2>/dev/null || exit 0\n", transport.ShellQuote(dir))
+		fmt.Fprintf(&b, "cd -- %s 2>/dev/null || exit 0\n", transport.ShellQuote(dir))
 		// Partial files of an interrupted upload.
 		b.WriteString("find . -name '.hybridctl-part.*' -type f -delete 2>/dev/null || true\nfor f in")
 		for _, f := range files {

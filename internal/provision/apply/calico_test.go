@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,26 +140,67 @@ func TestCalicoPhases(t *testing.T) {
 	}
 }
 
+// TestCalicoFromDownloads: the release's two manifests are downloaded
+// from the plan's URLs (served here by a local server standing in for
+// raw.githubusercontent.com); a URL the plan's release does not hold is
+// refused before any request, and a missing manifest is an error.
 func TestCalicoFromDownloads(t *testing.T) {
+	p := labPlan(t)
+	base := "/projectcalico/calico/" + p.Calico.Version + "/manifests/"
+	var others atomic.Int32 // requests for anything but the CRDs
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != base+p.Calico.CRDManifest {
+			others.Add(1)
+		}
 		switch r.URL.Path {
-		case "/crds.yaml":
+		case base + p.Calico.CRDManifest:
 			_, _ = w.Write([]byte("kind: CustomResourceDefinition\n"))
-		case "/op.yaml":
+		case base + "tigera-operator.yaml":
 			_, _ = w.Write([]byte("kind: Deployment\n"))
 		default:
 			http.NotFound(w, r)
 		}
 	}))
 	defer srv.Close()
-	p := labPlan(t)
-	p.Calico.CRDManifestURL, p.Calico.OperatorManifestURL = srv.URL+"/crds.yaml", srv.URL+"/op.yaml"
-	m, err := CalicoFrom(p, "").Load(context.Background())
+	client := upstreamClient(srv)
+	m, err := calicoFrom(p, "", client).Load(context.Background())
 	if err != nil || string(m.CRDs) != "kind: CustomResourceDefinition\n" || string(m.Operator) != "kind: Deployment\n" {
 		t.Fatalf("%v %+v", err, m)
 	}
-	p.Calico.OperatorManifestURL = srv.URL + "/missing.yaml"
-	if _, err := CalicoFrom(p, "").Load(context.Background()); err == nil || !strings.Contains(err.Error(), "404") {
+	q := *p
+	q.Calico.OperatorManifestURL = plan.CalicoURLPrefix + p.Calico.Version + "/manifests/missing.yaml"
+	if _, err := calicoFrom(&q, "", client).Load(context.Background()); err == nil || !strings.Contains(err.Error(), "missing.yaml: 404") {
 		t.Errorf("missing manifest: %v", err)
 	}
+	others.Store(0)
+	for name, u := range map[string]string{
+		"another repository":   plan.CalicoURLPrefix + p.Calico.Version + "/manifests/../../../../evil/repo/main/tigera-operator.yaml",
+		"another release":      plan.CalicoURLPrefix + "v3.20.0/manifests/tigera-operator.yaml",
+		"another site":         srv.URL + base + "tigera-operator.yaml",
+		"percent-encoded dots": plan.CalicoURLPrefix + p.Calico.Version + "/manifests/%2e%2e/%2e%2e/x/tigera-operator.yaml",
+	} {
+		q := *p
+		q.Calico.OperatorManifestURL = u
+		if _, err := calicoFrom(&q, "", client).Load(context.Background()); err == nil || !strings.Contains(err.Error(), "refusing to download") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if n := others.Load(); n != 0 {
+		t.Errorf("%d requests for the refused URLs", n)
+	}
 }
+
+// upstreamClient sends every request to srv, whatever its host, as a site
+// mirror would: the plan's own https URLs are then served by srv.
+func upstreamClient(srv *httptest.Server) *http.Client {
+	target, _ := url.Parse(srv.URL)
+	return &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		r.URL.Scheme, r.URL.Host = target.Scheme, target.Host
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

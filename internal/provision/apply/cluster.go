@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -98,6 +99,9 @@ type AddonSource struct {
 	// File, when set, is the manifest in a bundle (apply --bundle): read
 	// instead of downloading URL.
 	File string
+	// Client downloads URL (nil: the default client, which refuses a
+	// redirect from https to http).
+	Client *http.Client
 }
 
 // AddonsFromBundle is AddonsFrom with each manifest read from the bundle
@@ -119,7 +123,11 @@ func (a AddonSource) source() string {
 
 func (a AddonSource) load(ctx context.Context) ([]byte, error) {
 	if a.File == "" {
-		return download(ctx, a.URL)
+		prefix, err := plan.AddonURLPrefix(a.Name, a.Version)
+		if err != nil {
+			return nil, err
+		}
+		return download(ctx, a.Client, a.URL, prefix)
 	}
 	data, err := readCapped(a.File, maxManifestBytes)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/provision"
 	"github.com/hybridctl/hybridctl/internal/testenv"
 )
@@ -123,7 +124,7 @@ func TestCorednsRestartAndAddons(t *testing.T) {
 		_, _ = w.Write([]byte("apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: addon-test\n  namespace: kube-system\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: addon-test\n  namespace: kube-system\ndata:\n  a: b\n"))
 	}))
 	defer srv.Close()
-	p := &addonsPhase{addons: []AddonSource{{Name: "metrics-server", Version: "v0.9.0", URL: srv.URL + "/components.yaml"}}, restConfig: rc}
+	p := &addonsPhase{addons: []AddonSource{{Name: "metrics-server", Version: "v0.9.0", URL: plan.MetricsServerURLPrefix + "v0.9.0/components.yaml", Client: upstreamClient(srv)}}, restConfig: rc}
 	for range 2 {
 		if err := p.Run(ctx, provision.ClusterHost()); err != nil {
 			t.Fatal(err)

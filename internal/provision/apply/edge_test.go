@@ -10,9 +10,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/provision"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 )
@@ -164,35 +166,24 @@ func TestDownloadLimits(t *testing.T) {
 			_, _ = w.Write(bytes.Repeat([]byte("a"), maxManifestBytes))
 		case "/over":
 			_, _ = w.Write(bytes.Repeat([]byte("a"), maxManifestBytes+1))
-		case "/crds.yaml", "/operator.yaml":
-			_, _ = w.Write([]byte("# " + r.URL.Path + "\n"))
 		default:
 			http.NotFound(w, r)
 		}
 	}))
 	defer srv.Close()
 	ctx := context.Background()
-	if data, err := download(ctx, srv.URL+"/exact"); err != nil || len(data) != maxManifestBytes {
+	under := srv.URL + "/"
+	if data, err := download(ctx, nil, srv.URL+"/exact", under); err != nil || len(data) != maxManifestBytes {
 		t.Errorf("exactly the limit: %d bytes, %v", len(data), err)
 	}
-	if _, err := download(ctx, srv.URL+"/over"); err == nil || err.Error() != "downloading "+srv.URL+"/over: larger than 33554432 bytes" {
+	if _, err := download(ctx, nil, srv.URL+"/over", under); err == nil || err.Error() != "downloading "+srv.URL+"/over: larger than 33554432 bytes" {
 		t.Errorf("one byte over the limit: %v", err)
 	}
-	if _, err := download(ctx, srv.URL+"/nope"); err == nil || err.Error() != "downloading "+srv.URL+"/nope: 404 Not Found" {
+	if _, err := download(ctx, nil, srv.URL+"/nope", under); err == nil || err.Error() != "downloading "+srv.URL+"/nope: 404 Not Found" {
 		t.Errorf("a 404: %v", err)
 	}
-	p := planFile(t, "lab.yaml")
-	p.Calico.CRDManifestURL, p.Calico.OperatorManifestURL = srv.URL+"/crds.yaml", srv.URL+"/operator.yaml"
-	m, err := CalicoFrom(p, "").Load(ctx)
-	if err != nil || string(m.CRDs) != "# /crds.yaml\n" || string(m.Operator) != "# /operator.yaml\n" {
-		t.Errorf("CalicoFrom: %v %v", m, err)
-	}
-	p.Calico.OperatorManifestURL = srv.URL + "/gone.yaml"
-	if _, err := CalicoFrom(p, "").Load(ctx); err == nil || !strings.Contains(err.Error(), "/gone.yaml: 404") {
-		t.Errorf("a missing operator manifest: %v", err)
-	}
 	srv.Close()
-	if _, err := download(ctx, srv.URL+"/exact"); err == nil || !strings.Contains(err.Error(), srv.URL+"/exact") || !strings.Contains(err.Error(), "air-gapped? use --manifests-dir") {
+	if _, err := download(ctx, nil, srv.URL+"/exact", under); err == nil || !strings.Contains(err.Error(), srv.URL+"/exact") || !strings.Contains(err.Error(), "air-gapped? use --manifests-dir") {
 		t.Errorf("an unreachable server: %v", err)
 	}
 }
@@ -341,5 +332,45 @@ func TestSumsSortedByPath(t *testing.T) {
 	got := string(sums([]BundleFile{{Path: "linux-amd64/kubelet", SHA256: b}, {Path: "linux-amd64/kubeadm", SHA256: a}}))
 	if want := a + "  linux-amd64/kubeadm\n" + b + "  linux-amd64/kubelet\n"; got != want {
 		t.Errorf("sums:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestAddonDownloadStaysInItsRelease: an add-on's manifest is downloaded
+// only from its own release (served here by a local server standing in for
+// github.com); a URL of another release, another repository or another
+// site is refused before any request.
+func TestAddonDownloadStaysInItsRelease(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		_, _ = w.Write([]byte("kind: ServiceAccount\n"))
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	good := AddonSource{Name: "cert-manager", Version: "v1.21.2", URL: plan.CertManagerURLPrefix + "v1.21.2/cert-manager.yaml", Client: upstreamClient(srv)}
+	if data, err := good.load(ctx); err != nil || string(data) != "kind: ServiceAccount\n" {
+		t.Fatalf("the release's manifest: %q, %v", data, err)
+	}
+	for name, u := range map[string]string{
+		"another release":    plan.CertManagerURLPrefix + "v1.0.0/cert-manager.yaml",
+		"climbing out":       plan.CertManagerURLPrefix + "v1.21.2/../../../../evil/repo/releases/download/v1/cert-manager.yaml",
+		"another add-on":     plan.MetricsServerURLPrefix + "v1.21.2/components.yaml",
+		"another site":       srv.URL + "/cert-manager.yaml",
+		"a query":            plan.CertManagerURLPrefix + "v1.21.2/cert-manager.yaml?x=1",
+		"an unknown version": plan.CertManagerURLPrefix + "v1.21.2-x/cert-manager.yaml",
+	} {
+		a := good
+		a.URL = u
+		if _, err := a.load(ctx); err == nil || !strings.Contains(err.Error(), "refusing to download") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	bad := good
+	bad.Version = "v1.21.2/../../x"
+	if _, err := bad.load(ctx); err == nil || !strings.Contains(err.Error(), "add-on cert-manager version") {
+		t.Errorf("a version with a path: %v", err)
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("%d requests, want the one for the release's manifest", n)
 	}
 }

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"github.com/hybridctl/hybridctl/internal/provision/preflight"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/render"
+	"github.com/hybridctl/hybridctl/internal/safeurl"
 )
 
 // The guide's Linux nodes; another distribution is a preflight warning.
@@ -81,6 +83,20 @@ func SSHConfigs(p *plan.Plan, base transport.Config) []transport.Config {
 	return out
 }
 
+// downloadClient follows redirects (GitHub's release downloads go to its
+// object store), at most 10 and never from https to http.
+func downloadClient() *http.Client {
+	return &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+			return fmt.Errorf("refusing a redirect from https to %s", req.URL.Redacted())
+		}
+		return nil
+	}}
+}
+
 // maxManifestBytes bounds a downloaded Calico manifest (the CRD file is
 // about 3.5 MB).
 const maxManifestBytes = 32 << 20
@@ -89,7 +105,11 @@ const maxManifestBytes = 32 << 20
 // directory of an air-gapped site (--manifests-dir, read with
 // render.ReadManifests), else the release URLs of the plan, downloaded
 // when the phase runs.
-func CalicoFrom(p *plan.Plan, dir string) *CalicoManifests {
+func CalicoFrom(p *plan.Plan, dir string) *CalicoManifests { return calicoFrom(p, dir, nil) }
+
+// calicoFrom is CalicoFrom downloading with client (nil: the default,
+// downloadClient).
+func calicoFrom(p *plan.Plan, dir string, client *http.Client) *CalicoManifests {
 	if dir != "" {
 		return &CalicoManifests{
 			Load: func(ctx context.Context) (*render.Manifests, error) { return render.ReadManifests(ctx, dir, p) },
@@ -99,11 +119,15 @@ func CalicoFrom(p *plan.Plan, dir string) *CalicoManifests {
 	}
 	return &CalicoManifests{
 		Load: func(ctx context.Context) (*render.Manifests, error) {
-			crds, err := download(ctx, p.Calico.CRDManifestURL)
+			prefix, err := plan.CalicoManifestsPrefix(p.Calico.Version)
 			if err != nil {
 				return nil, err
 			}
-			op, err := download(ctx, p.Calico.OperatorManifestURL)
+			crds, err := download(ctx, client, p.Calico.CRDManifestURL, prefix)
+			if err != nil {
+				return nil, err
+			}
+			op, err := download(ctx, client, p.Calico.OperatorManifestURL, prefix)
 			if err != nil {
 				return nil, err
 			}
@@ -113,12 +137,21 @@ func CalicoFrom(p *plan.Plan, dir string) *CalicoManifests {
 	}
 }
 
-func download(ctx context.Context, url string) ([]byte, error) {
+// download fetches a manifest from url, which must stay under prefix (the
+// release it was built for: safeurl.Under, also after dot-segment
+// removal), with client (nil: downloadClient()).
+func download(ctx context.Context, client *http.Client, url, prefix string) ([]byte, error) {
+	if err := safeurl.Under(prefix, url); err != nil {
+		return nil, fmt.Errorf("refusing to download: %w", err)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	if client == nil {
+		client = downloadClient()
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("downloading %s: %w (air-gapped? use --manifests-dir)", url, err)
 	}

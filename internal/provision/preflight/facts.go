@@ -120,7 +120,7 @@ s machine-id; cat /etc/machine-id 2>/dev/null
 s swaps; cat /proc/swaps 2>/dev/null
 s ntp; timedatectl show -p NTPSynchronized --value 2>/dev/null
 s epoch; date -u +%s
-s resolve; getent ahostsv4 ` + transport.ShellQuote(apiName) + ` 2>/dev/null | awk '{print $1}' | sort -u
+s resolve; getent ahostsv4 -- ` + transport.ShellQuote(apiName) + ` 2>/dev/null | awk '{print $1}' | sort -u
 s tcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null
 s kubelet-conf; test -e /etc/kubernetes/kubelet.conf && echo present
 s container; systemd-detect-virt -c 2>/dev/null || cat /run/systemd/container 2>/dev/null

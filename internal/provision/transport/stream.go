@@ -129,8 +129,8 @@ func (w *watchedReader) watch(stop <-chan struct{}, cancel context.CancelCauseFu
 // its sha256 on the node and only then renames it over dst.
 func linuxStreamScript(dst, sum string, mode fs.FileMode) string {
 	return fmt.Sprintf(`umask 022
-if [ "$(id -u)" = 0 ]; then install -d -o 0 -g 0 -m 0755 %[1]s; else install -d -m 0755 %[1]s; fi
-tmp=$(mktemp %[1]s/.hybridctl-part.XXXXXX)
+if [ "$(id -u)" = 0 ]; then install -d -o 0 -g 0 -m 0755 -- %[1]s; else install -d -m 0755 -- %[1]s; fi
+tmp=$(mktemp -- %[1]s/.hybridctl-part.XXXXXX)
 trap 'rm -f "$tmp"' EXIT
 cat > "$tmp"
 got=$(sha256sum < "$tmp" | cut -d' ' -f1)
@@ -138,8 +138,8 @@ if [ "$got" != %[3]s ]; then
 	echo "the received file has sha256 $got ($(wc -c < "$tmp") bytes), want %[3]s; nothing was replaced" >&2
 	exit 3
 fi
-chmod %04[4]o "$tmp"
-mv -f "$tmp" %[2]s
+chmod %04[4]o -- "$tmp"
+mv -f -- "$tmp" %[2]s
 trap - EXIT`, ShellQuote(path.Dir(dst)), ShellQuote(dst), sum, mode.Perm())
 }
 

@@ -44,12 +44,12 @@ func linuxUploadScript(dst string, mode fs.FileMode) string {
 	dir := path.Dir(dst)
 	return fmt.Sprintf(`set -e
 umask 077
-mkdir -p %[1]s
-tmp=$(mktemp %[1]s/.hybridctl-upload.XXXXXX)
+mkdir -p -- %[1]s
+tmp=$(mktemp -- %[1]s/.hybridctl-upload.XXXXXX)
 trap 'rm -f "$tmp"' EXIT
 cat > "$tmp"
-chmod %04[3]o "$tmp"
-mv -f "$tmp" %[2]s
+chmod %04[3]o -- "$tmp"
+mv -f -- "$tmp" %[2]s
 trap - EXIT`, ShellQuote(dir), ShellQuote(dst), mode.Perm())
 }
 

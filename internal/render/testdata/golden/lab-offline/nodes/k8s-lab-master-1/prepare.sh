@@ -57,10 +57,10 @@ install_file() {
 
 step "host name $NODE_NAME"
 if [[ "$(hostnamectl --static)" != "$NODE_NAME" ]]; then
-	hostnamectl set-hostname "$NODE_NAME"
+	hostnamectl set-hostname -- "$NODE_NAME"
 fi
 step "address $ADDRESS/$PREFIX_LENGTH (checked, not configured: network.configure is check)"
-if ! ip -o -4 addr show | awk '{print $4}' | grep -qxF "$ADDRESS/$PREFIX_LENGTH"; then
+if ! ip -o -4 addr show | awk '{print $4}' | grep -qxF -e "$ADDRESS/$PREFIX_LENGTH"; then
 	have=$(ip -o -4 addr show scope global | awk '{printf " %s=%s", $2, $4}')
 	die "this node does not have its spec address $ADDRESS/$PREFIX_LENGTH (it has:${have:- none}); give it the address, or set spec.network.configure to netplan or systemd-networkd"
 fi
@@ -71,7 +71,7 @@ resolvers="$(cat /etc/resolv.conf 2>/dev/null; resolvectl dns 2>/dev/null || tru
 for s in "${DNS_SERVERS[@]}"; do
 	grep -qwF "$s" <<<"$resolvers" || printf '  warning: the spec DNS server %s is not among the node resolvers\n' "$s" >&2
 done
-if [[ -n "$DNS_SUFFIX" ]] && ! grep -qwF "$DNS_SUFFIX" <<<"$resolvers$(resolvectl domain 2>/dev/null || true)"; then
+if [[ -n "$DNS_SUFFIX" ]] && ! grep -qwF -e "$DNS_SUFFIX" <<<"$resolvers$(resolvectl domain 2>/dev/null || true)"; then
 	printf '  warning: the spec DNS suffix %s is not a search domain of the node\n' "$DNS_SUFFIX" >&2
 fi
 
@@ -363,5 +363,5 @@ step "checks"
 got=$(kubeadm version -o short)
 [[ "$got" == "$KUBERNETES_VERSION" ]] || die "kubeadm version is $got, expected $KUBERNETES_VERSION"
 printf '  kubeadm %s, containerd %s, swap: %s\n' "$got" "$("$CONTAINERD" --version | awk '{print $3}')" "$(swapon --show --noheadings | wc -l) active"
-printf '  %s resolves to %s\n' "$NODE_FQDN" "$(getent hosts "$NODE_FQDN" | awk '{print $1}' || true)"
+printf '  %s resolves to %s\n' "$NODE_FQDN" "$(getent hosts -- "$NODE_FQDN" | awk '{print $1}' || true)"
 printf 'ready for kubeadm on %s\n' "$NODE_NAME"
