@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/hybridctl/hybridctl/internal/manifest"
 )
 
 // Stdin is the path that names standard input.
@@ -220,6 +222,9 @@ type pipeline struct {
 	max   int
 	work  chan doc
 	order int
+	// aliases bounds what YAML aliases expand to, per document and over
+	// the whole input; the reader charges documents in the input's order.
+	aliases manifest.AliasBudget
 
 	budget struct {
 		mu   sync.Mutex

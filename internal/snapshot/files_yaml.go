@@ -5,7 +5,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hybridctl/hybridctl/internal/manifest"
 )
 
 // lineReader reads lines of at most max bytes; a longer line is reported
@@ -68,6 +73,7 @@ type yamlCutter struct {
 	first    int    // file line of cur's first line, 0 before content
 	template string
 	skip     bool // the document is over the cap: drop it
+	docs     int  // documents of the file before this one
 
 	// A List's items, while inside its top-level "items:" block.
 	inItems   bool
@@ -234,7 +240,7 @@ func (c *yamlCutter) flushItem() error {
 	if c.itemSkip || len(c.item) == 0 {
 		return nil
 	}
-	return c.p.send(c.ctx, c.p.copyDoc(doc{file: c.file, line: c.itemFirst, template: c.template}, c.item))
+	return c.send(doc{file: c.file, line: c.itemFirst, template: c.template}, c.item)
 }
 
 // flush sends the document read so far (a List's head after its items).
@@ -244,9 +250,41 @@ func (c *yamlCutter) flush() error {
 		err = c.flushItem()
 	}
 	if err == nil && c.first > 0 && !c.skip {
-		err = c.p.send(c.ctx, c.p.copyDoc(doc{file: c.file, line: c.first, template: c.template, lines: c.headLines}, c.cur))
+		err = c.send(doc{file: c.file, line: c.first, template: c.template, lines: c.headLines}, c.cur)
+	}
+	if c.first > 0 {
+		c.docs++
 	}
 	c.cur, c.first, c.template, c.skip = c.cur[:0], 0, "", false
 	c.inItems, c.headLines = false, nil
 	return err
+}
+
+func aliasFix(ae *manifest.AliasError) string {
+	if ae.Whole {
+		return "write the aliased values out, or lint the files in smaller groups"
+	}
+	return "write the aliased values out: a Kubernetes object rarely needs YAML aliases"
+}
+
+// send hands a document (or a List's item) cut from document c.docs+1 of
+// the file to the workers. A document that may hold aliases is measured
+// first, here and in the input's order, against the input's alias budget:
+// one that expands too far becomes an error diagnostic and is not
+// expanded at all. (A document yaml.v3 cannot parse is left to the
+// worker, which reports the error; nothing expands it.)
+func (c *yamlCutter) send(d doc, data []byte) error {
+	if manifest.MayHaveAlias(data) {
+		var n yaml.Node
+		if yaml.Unmarshal(data, &n) == nil {
+			var ae *manifest.AliasError
+			if err := c.p.aliases.Charge(&n); errors.As(err, &ae) {
+				line := d.fileLine(max(ae.Line, 1))
+				return c.p.send(c.ctx, doc{file: c.file, line: line, diag: &Diagnostic{Severity: DiagError, File: c.file, Line: line,
+					Message: fmt.Sprintf("cannot read this YAML document (document %d of the file): %s", c.docs+1, ae.Reason()),
+					Fix:     aliasFix(ae)}})
+			}
+		}
+	}
+	return c.p.send(c.ctx, c.p.copyDoc(d, data))
 }

@@ -9,6 +9,8 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/hybridctl/hybridctl/internal/manifest"
 )
 
 // kindEntry is one kind the checks read: how a manifest names it, where it
@@ -256,6 +258,12 @@ func decodeConfigMap(s *Snapshot, _ Kind, data []byte, id identity) error {
 	case ns == KubeadmConfigNamespace && name == KubeadmConfigName:
 		if raw := v.Data["ClusterConfiguration"]; raw != "" {
 			cc = &ClusterConfiguration{}
+			// sigs.k8s.io/yaml expands aliases into JSON: the text may
+			// grow through them by at most its own size.
+			limit := int64(min(len(raw), manifest.MaxAliasExpansionPerDocument))
+			if err := manifest.CheckYAML([]byte(raw), &manifest.AliasBudget{PerDocument: limit, Total: limit}); err != nil {
+				return fmt.Errorf("data.ClusterConfiguration: %w", err)
+			}
 			if err := yaml.Unmarshal([]byte(raw), cc); err != nil {
 				return fmt.Errorf("data.ClusterConfiguration: %w", err)
 			}

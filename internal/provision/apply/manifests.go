@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/hybridctl/hybridctl/internal/kubeconfig"
+	"github.com/hybridctl/hybridctl/internal/manifest"
 	"github.com/hybridctl/hybridctl/internal/provision"
 )
 
@@ -48,12 +49,13 @@ func (p *manifestPhase) Waits() []string { return p.after }
 func (p *manifestPhase) objects() ([]*unstructured.Unstructured, []string, error) {
 	var objs []*unstructured.Unstructured
 	var where []string
+	var aliases manifest.AliasBudget
 	for _, path := range p.paths {
 		f, err := p.files.get(path)
 		if err != nil {
 			return nil, nil, err
 		}
-		docs, err := decodeDocs(path, f.Data)
+		docs, err := decodeDocs(path, f.Data, &aliases)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -66,8 +68,13 @@ func (p *manifestPhase) objects() ([]*unstructured.Unstructured, []string, error
 }
 
 // decodeDocs decodes the YAML (or JSON) documents of one file, naming the
-// file and document in errors; empty documents are skipped.
-func decodeDocs(name string, data []byte) ([]*unstructured.Unstructured, error) {
+// file and document in errors; empty documents are skipped. Their aliases
+// are charged to aliases (the budget of everything one phase reads) before
+// the decoder expands them.
+func decodeDocs(name string, data []byte, aliases *manifest.AliasBudget) ([]*unstructured.Unstructured, error) {
+	if err := manifest.CheckYAML(data, aliases); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	var out []*unstructured.Unstructured
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for i := 1; ; i++ {
