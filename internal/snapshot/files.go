@@ -191,28 +191,18 @@ type doc struct {
 	template string
 	data     []byte
 	json     bool
-	// lines maps a line of data past the first split (a List's head after
-	// its items) back to the file; nil when data is contiguous.
-	lines *headLines
+	// lines maps a line of a YAML document's data to the file.
+	lines manifest.LineMap
 	diag  *Diagnostic // a problem found while cutting (too large, JSON syntax)
 	cost  int         // bytes held against the budget
 	// buf is data's storage when it came from the pipeline's pool.
 	buf *[]byte
 }
 
-// headLines maps the lines of a YAML List's head (its lines before and
-// after the items, joined) to the file.
-type headLines struct {
-	before int // lines of data before the items' end, counting from line
-	after  int // file line of the first line after the items
-}
-
-// fileLine maps line n (1-based) of d.data to a line of the file.
+// fileLine maps line n (1-based) of a YAML document's data to a line of
+// the file.
 func (d doc) fileLine(n int) int {
-	if d.lines != nil && n > d.lines.before {
-		return d.lines.after + n - d.lines.before - 1
-	}
-	return d.line + n - 1
+	return d.lines.Line(n)
 }
 
 // pipeline carries documents from the reader to the decoding workers,
@@ -233,10 +223,10 @@ type pipeline struct {
 	}
 
 	// Storage reused from one document to the next: the cut documents'
-	// bytes (*[]byte) and the workers' conversion buffers (*scratch).
+	// bytes (*[]byte) and the workers' converters (*manifest.Converter).
 	// Nothing decoded keeps a reference into either: the decoders copy
 	// what they keep.
-	bufs, scratch sync.Pool
+	bufs, converters sync.Pool
 }
 
 // maxPooled is the largest document whose storage is reused.

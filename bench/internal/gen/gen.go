@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/hybridctl/hybridctl/internal/manifest"
 )
 
 // ToJSON rewrites every YAML file in dir as a JSON List.
@@ -28,12 +30,8 @@ func ToJSON(dir string) error {
 			return err
 		}
 		var items [][]byte
-		for _, d := range strings.Split(string(b), "\n---\n") {
-			d = strings.TrimPrefix(d, "---\n")
-			if strings.TrimSpace(d) == "" {
-				continue
-			}
-			j, err := yaml.YAMLToJSON([]byte(d))
+		for _, d := range manifest.Documents(b) {
+			j, err := yaml.YAMLToJSON(d.Data)
 			if err != nil {
 				return fmt.Errorf("%s: %w", f, err)
 			}

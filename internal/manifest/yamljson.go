@@ -1,4 +1,4 @@
-package snapshot
+package manifest
 
 import (
 	"bytes"
@@ -9,61 +9,65 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// maxExpanded caps the JSON a document may expand to through aliases, so a
-// "billion laughs" document fails instead of exhausting memory.
+// maxExpanded caps the JSON one document may expand to: a second bound
+// behind the alias limits (AliasBudget), which readers of outside input
+// apply before converting.
 const maxExpanded = 64 << 20
 
-// yamlToJSON converts one YAML document to JSON. The common part of YAML
-// goes through fastYAMLToJSON; anything else is parsed by yaml.v3 into a
-// node tree and written from the tree, which is about twice as fast as a
-// round trip through interface{} values. Scalars resolve as Kubernetes'
-// YAML 1.1 reader does where that matters: unquoted yes/no/on/off are
-// booleans.
-func yamlToJSON(doc []byte) ([]byte, error) {
-	j, _, err := yamlToJSONMeta(doc)
+// ToJSON converts one YAML document to JSON. The common part of YAML goes
+// through a fast path (yamlfast.go); anything else is parsed by yaml.v3
+// into a node tree and written from the tree, which is about twice as
+// fast as a round trip through interface{} values. Scalars resolve with
+// yaml.v3's rules, and as Kubernetes' YAML 1.1 reader where that matters:
+// unquoted yes/no/on/off are booleans. An empty document gives no bytes.
+func ToJSON(doc []byte) ([]byte, error) {
+	j, _, err := new(Converter).ToJSON(doc)
 	return j, err
 }
 
-// yamlToJSONMeta is yamlToJSON that also returns the document's apiVersion
-// and kind when the fast path could read them on the way (typeMeta.ok),
-// so that they need not be decoded from the JSON again.
-func yamlToJSONMeta(doc []byte) ([]byte, typeMeta, error) {
-	return new(scratch).yamlToJSONMeta(doc)
+// TypeMeta is a document's apiVersion and kind as JSON decodes them into
+// strings. OK is false when the fast path could not tell (the document is
+// not a mapping, a value is not a string, a key differs only in case,
+// there are "items"): then decode them from the JSON.
+type TypeMeta struct {
+	APIVersion, Kind string
+	OK               bool
 }
 
-// scratch is what converting a document needs and the next conversion
-// can reuse: the JSON buffer and the fast path's lines. The file loader's
-// workers take one from a pool per document.
-type scratch struct {
+// Converter converts documents one after the other, reusing its buffers:
+// the JSON buffer and the fast path's lines. The JSON a conversion returns
+// is valid until the next one. A Converter is not safe for concurrent use.
+type Converter struct {
 	b     bytes.Buffer
 	lines []fastLine
 }
 
-// maxScratch is the most a scratch keeps for the next document; a larger
-// document's buffers are left to the garbage collector.
-const maxScratch = 256 << 10
+// MaxKept is the most a Converter keeps for the next document (Reusable):
+// a larger document's buffers are better left to the garbage collector.
+const MaxKept = 256 << 10
 
-// yamlToJSONMeta converts doc like the function of that name, into s's
-// buffer: the JSON is valid until s is used again.
-func (s *scratch) yamlToJSONMeta(doc []byte) ([]byte, typeMeta, error) {
-	s.b.Reset()
-	s.b.Grow(len(doc) + len(doc)/2)
-	top, ok := fastYAMLToJSONLines(doc, &s.b, &s.lines)
+// ToJSON is the package's ToJSON into c's buffer, also returning the
+// document's apiVersion and kind when the fast path read them on the way,
+// so they need not be decoded from the JSON again.
+func (c *Converter) ToJSON(doc []byte) ([]byte, TypeMeta, error) {
+	c.b.Reset()
+	c.b.Grow(len(doc) + len(doc)/2)
+	top, ok := fastToJSON(doc, &c.b, &c.lines)
 	if ok {
-		return s.b.Bytes(), top, nil
+		return c.b.Bytes(), top, nil
 	}
-	s.b.Reset()
-	j, err := yamlToJSONSlow(doc, &s.b)
-	return j, typeMeta{}, err
+	c.b.Reset()
+	j, err := slowToJSON(doc, &c.b)
+	return j, TypeMeta{}, err
 }
 
-// reusable reports whether s is small enough to keep for the next document.
-func (s *scratch) reusable() bool {
-	return s.b.Cap() <= maxScratch && cap(s.lines) <= maxScratch/32
+// Reusable reports whether c is small enough to keep for the next document.
+func (c *Converter) Reusable() bool {
+	return c.b.Cap() <= MaxKept && cap(c.lines) <= MaxKept/32
 }
 
-// yamlToJSONSlow is yamlToJSON through yaml.v3.
-func yamlToJSONSlow(doc []byte, b *bytes.Buffer) ([]byte, error) {
+// slowToJSON is ToJSON through yaml.v3.
+func slowToJSON(doc []byte, b *bytes.Buffer) ([]byte, error) {
 	var n yaml.Node
 	if err := yaml.Unmarshal(doc, &n); err != nil {
 		return nil, err
@@ -82,11 +86,13 @@ type jsonWriter struct {
 	b *bytes.Buffer
 }
 
-var errTooDeep = errors.New("document nests too deeply or expands too far through aliases")
+// ErrTooDeep is the error for a document that nests too deeply or
+// expands too far through aliases.
+var ErrTooDeep = errors.New("document nests too deeply or expands too far through aliases")
 
 func (w *jsonWriter) node(n *yaml.Node, depth int) error {
 	if depth > 1000 || w.b.Len() > maxExpanded {
-		return errTooDeep
+		return ErrTooDeep
 	}
 	switch n.Kind {
 	case yaml.DocumentNode:

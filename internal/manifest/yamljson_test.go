@@ -1,4 +1,4 @@
-package snapshot
+package manifest
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ func TestYAMLToJSON(t *testing.T) {
 		"":                                            ``,
 	}
 	for in, want := range cases {
-		got, err := yamlToJSON([]byte(in))
+		got, err := ToJSON([]byte(in))
 		if err != nil {
 			t.Errorf("%q: %v", in, err)
 			continue
@@ -36,8 +36,8 @@ func TestYAMLToJSONAliasBomb(t *testing.T) {
 		prev := fmt.Sprintf("*l%d", i-1)
 		fmt.Fprintf(&b, "l%d: &l%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(prev+",", 10), ","))
 	}
-	_, err := yamlToJSON([]byte(b.String()))
-	if !errors.Is(err, errTooDeep) {
-		t.Fatalf("err = %v, want errTooDeep", err)
+	_, err := ToJSON([]byte(b.String()))
+	if !errors.Is(err, ErrTooDeep) {
+		t.Fatalf("err = %v, want ErrTooDeep", err)
 	}
 }

@@ -1,4 +1,4 @@
-package snapshot
+package manifest
 
 import (
 	"bytes"
@@ -10,16 +10,17 @@ import (
 	"unicode/utf8"
 )
 
-// The fast path of yamlToJSON. Most manifests use a small part of YAML:
+// The fast path of ToJSON. Most manifests use a small part of YAML:
 // block mappings and sequences, one-line flow collections, plain and
 // quoted one-line scalars and literal block scalars, in printable ASCII.
-// fastYAMLToJSON converts exactly that part, straight from the lines to
+// fastToJSON converts exactly that part, straight from the lines to
 // JSON, with no token stream and no node tree (yaml.v3's parser is most of
 // lint's time otherwise). On anything else it gives up (ok false) before
-// deciding anything, and yamlToJSON parses the document with yaml.v3, so
+// deciding anything, and ToJSON parses the document with yaml.v3, so
 // errors and their lines always come from yaml.v3. What it accepts it
-// writes byte for byte as the yaml.v3 path does: FuzzYAMLFast checks that
-// on every input it accepts.
+// writes byte for byte as the yaml.v3 path does (FuzzYAMLFast checks that on
+// every input it accepts), and it means what sigs.k8s.io/yaml, Kubernetes'
+// own reader, makes of the same text (FuzzToJSONOracle).
 
 // fastMaxDepth bounds the nesting the fast path follows; deeper documents
 // go to yaml.v3.
@@ -39,15 +40,7 @@ type fastParser struct {
 	depth int
 	// The top-level mapping's apiVersion and kind, read on the way.
 	root bool // the next mapping is the top-level one
-	top  typeMeta
-}
-
-// typeMeta is a document's apiVersion and kind as JSON would decode them
-// into strings; ok is false when that needs encoding/json (a value that
-// is not a string, a key that differs only in case, "items").
-type typeMeta struct {
-	apiVersion, kind string
-	ok               bool
+	top  TypeMeta
 }
 
 // note records a top-level key and its value (the JSON written since at).
@@ -61,36 +54,24 @@ func (p *fastParser) note(k string, at int) {
 			// A string writeString wrote without escapes.
 			s = string(v[1 : len(v)-1])
 		case len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil:
-			p.top.ok = false
+			p.top.OK = false
 			return
 		}
 		if k == "kind" {
-			p.top.kind = s
+			p.top.Kind = s
 		} else {
-			p.top.apiVersion = s
+			p.top.APIVersion = s
 		}
 	case strings.EqualFold(k, "apiVersion") || strings.EqualFold(k, "kind") || strings.EqualFold(k, "items"):
-		p.top.ok = false
+		p.top.OK = false
 	}
 }
 
-// fastYAMLToJSON writes doc as JSON into b and reports whether it could;
-// when not, b holds garbage and the caller uses yaml.v3.
-func fastYAMLToJSON(doc []byte, b *bytes.Buffer) bool {
-	_, ok := fastYAMLToJSONMeta(doc, b)
-	return ok
-}
-
-// fastYAMLToJSONMeta is fastYAMLToJSON that also returns the document's
-// apiVersion and kind when it is a mapping (typeMeta.ok).
-func fastYAMLToJSONMeta(doc []byte, b *bytes.Buffer) (top typeMeta, ok bool) {
-	var lines []fastLine
-	return fastYAMLToJSONLines(doc, b, &lines)
-}
-
-// fastYAMLToJSONLines is fastYAMLToJSONMeta that keeps the document's lines
-// in *lines, whose storage it reuses.
-func fastYAMLToJSONLines(doc []byte, b *bytes.Buffer, lines *[]fastLine) (top typeMeta, ok bool) {
+// fastToJSON writes doc as JSON into b and reports whether it could; when
+// not, b holds garbage and the caller uses yaml.v3. It also returns the
+// document's apiVersion and kind when it is a mapping (TypeMeta.OK). The
+// document's lines are kept in *lines, whose storage it reuses.
+func fastToJSON(doc []byte, b *bytes.Buffer, lines *[]fastLine) (top TypeMeta, ok bool) {
 	if len(doc) == 0 || doc[len(doc)-1] != '\n' {
 		return top, false // the cutter ends every document with a line break
 	}
@@ -209,7 +190,7 @@ func (p *fastParser) mapping(col int) bool {
 	root := p.root
 	p.root = false
 	if root {
-		p.top.ok = true
+		p.top.OK = true
 	}
 	p.b.WriteByte('{')
 	for first := true; ; first = false {
