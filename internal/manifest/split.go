@@ -239,7 +239,7 @@ func (c *cutter) line(n int, t []byte, long bool) error {
 		if bytes.HasPrefix(trim, []byte("# Source: ")) {
 			c.source = string(trim[len("# Source: "):])
 		}
-		if len(trim) == 0 || trim[0] == '#' {
+		if !long && (len(trim) == 0 || trim[0] == '#') {
 			// Blank lines and comments before content are not the
 			// document's line; YAML error lines count from its first line.
 			return nil
@@ -264,6 +264,11 @@ func (c *cutter) itemLine(n int, t []byte, long bool) error {
 	blank := len(trim) == 0 || trim[0] == '#'
 	if c.dash < 0 {
 		switch {
+		case long:
+			// A line too long to read where the first item belongs:
+			// the List is too large.
+			c.inItems = false
+			return c.line(n, t, long)
 		case blank:
 			c.cur = append(append(c.cur, t...), '\n')
 			return nil
@@ -281,16 +286,16 @@ func (c *cutter) itemLine(n int, t []byte, long bool) error {
 			return err
 		}
 		c.itemFirst = n
-		if long {
+		if long || len(t)+1 > c.max {
 			return c.itemTooLarge()
 		}
 		c.item = append(c.item, t...)
 		c.item[len(c.item)-len(t)+c.dash] = ' '
 		c.item = append(c.item, '\n')
 		return nil
-	case blank || indentOf(t) > c.dash || t[indentOf(t)] == '\t':
+	case blank || long || indentOf(t) > c.dash || t[indentOf(t)] == '\t':
 		// More indented (a tab counts as more: YAML's parser reports it),
-		// or blank: the item goes on.
+		// blank, or too long to read: the item goes on.
 		if c.itemSkip {
 			return nil
 		}

@@ -95,6 +95,28 @@ func TestSplitTooLarge(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("documents: got %+v\nwant %+v", got, want)
 	}
+	item := "- " + strings.Repeat("y", 13) + "\n" // 16 bytes as an item
+	got = split(t, Splitter{MaxDocument: 16, Items: true}, "items:\n"+item+item[:len(item)-1]+"z\n"+item)
+	want = []cut{{2, 1, "", true, false, "  " + item[2:]}, {3, 1, "", true, true, ""}, {4, 1, "", true, false, "  " + item[2:]}, {1, 1, "", false, false, "items:\n"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("items: got %+v\nwant %+v", got, want)
+	}
+	// A line longer than the cap is never held.
+	got = split(t, Splitter{MaxDocument: 16}, "a: "+strings.Repeat("x", 100000)+"\n---\nb: 1\n")
+	if len(got) != 2 || !got[0].Large || got[0].Line != 1 || got[1].Data != "b: 1\n" {
+		t.Errorf("a long line: %+v", got)
+	}
+	long := strings.Repeat("x", 100)
+	for in, want := range map[string][]cut{
+		"items:\n" + long + "\n":                       {{1, 1, "", false, true, ""}},
+		"items:\n- a: 1\n  b: " + long + "\n- c: 1\n":  {{2, 1, "", true, true, ""}, {4, 1, "", true, false, "  c: 1\n"}, {1, 1, "", false, false, "items:\n"}},
+		"items:\n- a: 1\n" + long + "\n":               {{2, 1, "", true, true, ""}, {1, 1, "", false, false, "items:\n"}},
+		"# Source: x\n" + long + "\nb: 1\n---\nc: 1\n": {{2, 1, "x", false, true, ""}, {5, 2, "", false, false, "c: 1\n"}},
+	} {
+		if got := split(t, Splitter{MaxDocument: 16, Items: true}, in); !reflect.DeepEqual(got, want) {
+			t.Errorf("%q:\ngot  %+v\nwant %+v", in, got, want)
+		}
+	}
 }
 
 // TestSplitStops: emit's error and a read error end the split; a
