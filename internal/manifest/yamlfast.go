@@ -3,10 +3,8 @@ package manifest
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 )
 
@@ -285,6 +283,7 @@ func (p *fastParser) isKeyLine(t []byte) bool {
 // after the colon leaves rest empty.
 func (p *fastParser) key(t []byte) (key string, rest []byte, ok bool) {
 	var after []byte
+	plain := false
 	switch t[0] {
 	case '"', '\'':
 		var n int
@@ -320,10 +319,16 @@ func (p *fastParser) key(t []byte) (key string, rest []byte, ok bool) {
 		if len(k) > 1000 || bytes.Contains(k, []byte(" #")) {
 			return "", nil, false
 		}
-		key, after = string(k), t[i+1:]
+		key, after, plain = string(k), t[i+1:], true
 	}
 	if key == "<<" {
 		return "", nil, false // a merge key
+	}
+	if plain {
+		// A plain key resolves like a value: "on" is the key "true".
+		if key, ok = plainKey(key); !ok {
+			return "", nil, false
+		}
 	}
 	if len(after) > 0 && after[0] != ' ' {
 		return "", nil, false
@@ -391,8 +396,7 @@ func (p *fastParser) inline(t []byte, col int) bool {
 	if bytes.Contains(v, []byte(": ")) || v[len(v)-1] == ':' {
 		return false
 	}
-	writePlain(p.b, string(v))
-	return true
+	return writePlain(p.b, string(v))
 }
 
 // literal reads a literal block scalar ("|" or "|-") whose content is on
@@ -478,6 +482,9 @@ func (p *fastParser) flow(t []byte, i int) (int, bool) {
 				var v []byte
 				v, i, ok = flowPlain(t, i)
 				k = string(v)
+				if ok && k != "<<" {
+					k, ok = plainKey(k)
+				}
 			}
 			if !ok || k == "<<" || i+1 >= len(t) || t[i] != ':' || t[i+1] != ' ' {
 				return 0, false
@@ -534,8 +541,7 @@ func (p *fastParser) flowValue(t []byte, i int) (int, bool) {
 	if k := skipSpaces(t, j); k < len(t) && t[k] == ':' {
 		return 0, false
 	}
-	writePlain(p.b, string(v))
-	return j, true
+	return j, writePlain(p.b, string(v))
 }
 
 // flowPlain reads a plain scalar inside a flow collection: it ends before
@@ -669,214 +675,17 @@ func quotedDouble(t []byte) (string, int, bool) {
 	return "", 0, false
 }
 
-// writePlain writes an untagged plain scalar as yaml.v3 resolves it and
-// the yaml.v3 path writes it.
-func writePlain(b *bytes.Buffer, v string) {
-	writeScalar(b, resolvePlain(v), v, true)
+// writePlain writes an untagged plain scalar as JSON; it gives up on a
+// value JSON cannot hold, whose error is the yaml.v3 path's to report.
+func writePlain(b *bytes.Buffer, v string) bool {
+	r, _ := resolve("", v, true)
+	return writeValue(b, r, v) == nil
 }
 
-// resolvePlain is the tag yaml.v3 (resolve.go) gives an untagged plain
-// scalar.
-func resolvePlain(in string) string {
-	if in == "" {
-		return "!!null"
-	}
-	switch c := in[0]; {
-	case c == '+' || c == '-' || (c >= '0' && c <= '9'):
-	case c == '.':
-		switch in {
-		case ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF":
-			return "!!float"
-		}
-		if _, err := strconv.ParseFloat(in, 64); err == nil {
-			return "!!float"
-		}
-		return "!!str"
-	case strings.IndexByte("yYnNtTfFoO~", c) >= 0:
-		switch in {
-		case "true", "True", "TRUE", "false", "False", "FALSE":
-			return "!!bool"
-		case "~", "null", "Null", "NULL":
-			return "!!null"
-		}
-		return "!!str"
-	default:
-		return "!!str"
-	}
-	switch in {
-	case "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF":
-		return "!!float"
-	}
-	if isTimestamp(in) {
-		return "!!timestamp"
-	}
-	if !numeric(in) {
-		// None of the parses below can succeed (and each failure
-		// allocates its error): "100m", "10.0.26100.1", "app-0".
-		return "!!str"
-	}
-	plain := strings.ReplaceAll(in, "_", "")
-	if _, err := strconv.ParseInt(plain, 0, 64); err == nil {
-		return "!!int"
-	}
-	if _, err := strconv.ParseUint(plain, 0, 64); err == nil {
-		return "!!int"
-	}
-	if yamlStyleFloat(plain) {
-		if _, err := strconv.ParseFloat(plain, 64); err == nil {
-			return "!!float"
-		}
-	}
-	for _, p := range [...]struct {
-		prefix string
-		base   int
-	}{{"0b", 2}, {"-0b", 2}, {"0o", 8}, {"-0o", 8}} {
-		if !strings.HasPrefix(plain, p.prefix) {
-			continue
-		}
-		digits := plain[len(p.prefix):]
-		if p.prefix[0] == '-' {
-			digits = "-" + digits
-		}
-		if _, err := strconv.ParseInt(digits, p.base, 64); err == nil {
-			return "!!int"
-		}
-		if p.prefix[0] != '-' {
-			if _, err := strconv.ParseUint(digits, p.base, 64); err == nil {
-				return "!!int"
-			}
-		}
-		break
-	}
-	return "!!str"
-}
-
-// numeric reports whether every byte of s can occur in a number the
-// parses of resolvePlain accept: digits (hexadecimal too), signs, '.',
-// '_', and the base prefixes' x, o and b.
-func numeric(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= '0' && c <= '9', c >= 'a' && c <= 'f', c >= 'A' && c <= 'F':
-		case c == 'x', c == 'X', c == 'o', c == 'O', c == '+', c == '-', c == '.', c == '_':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// yamlStyleFloat matches ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$
-// (yaml.v3's float pattern) without a regular expression.
-func yamlStyleFloat(s string) bool {
-	i := 0
-	if i < len(s) && (s[i] == '-' || s[i] == '+') {
-		i++
-	}
-	digits := func() int {
-		j := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		return i - j
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		if digits() == 0 {
-			return false
-		}
-	} else {
-		if digits() == 0 {
-			return false
-		}
-		if i < len(s) && s[i] == '.' {
-			i++
-			digits()
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '-' || s[i] == '+') {
-			i++
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	return i == len(s)
-}
-
-// The timestamp formats yaml.v3 tries on a plain scalar (resolve.go).
-var timestampFormats = [...]string{
-	"2006-1-2T15:4:5.999999999Z07:00",
-	"2006-1-2t15:4:5.999999999Z07:00",
-	"2006-1-2 15:4:5.999999999",
-	"2006-1-2",
-}
-
-func isTimestamp(s string) bool {
-	i := 0
-	for ; i < len(s); i++ {
-		if c := s[i]; c < '0' || c > '9' {
-			break
-		}
-	}
-	if i != 4 || i == len(s) || s[i] != '-' {
-		return false
-	}
-	for _, f := range timestampFormats {
-		if _, err := time.Parse(f, s); err == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// writeScalar writes a scalar of the given short tag as JSON; plain is
-// whether it was unquoted (YAML 1.1 booleans). Both paths use it.
-func writeScalar(b *bytes.Buffer, tag, v string, plain bool) {
-	switch tag {
-	case "!!null":
-		b.WriteString("null")
-	case "!!bool":
-		switch strings.ToLower(v) {
-		case "true", "yes", "on", "y":
-			b.WriteString("true")
-		default:
-			b.WriteString("false")
-		}
-	case "!!int":
-		i, err := strconv.ParseInt(strings.ReplaceAll(v, "_", ""), 0, 64)
-		if err != nil {
-			u, uerr := strconv.ParseUint(strings.ReplaceAll(v, "_", ""), 0, 64)
-			if uerr != nil {
-				writeString(b, v)
-				return
-			}
-			b.WriteString(strconv.FormatUint(u, 10))
-			return
-		}
-		b.WriteString(strconv.FormatInt(i, 10))
-	case "!!float":
-		f, err := strconv.ParseFloat(strings.ReplaceAll(v, "_", ""), 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			writeString(b, v)
-			return
-		}
-		b.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
-	case "!!str":
-		if plain {
-			switch v {
-			case "yes", "Yes", "YES", "on", "On", "ON", "y", "Y":
-				b.WriteString("true")
-				return
-			case "no", "No", "NO", "off", "Off", "OFF", "n", "N":
-				b.WriteString("false")
-				return
-			}
-		}
-		writeString(b, v)
-	default:
-		writeString(b, v)
-	}
+// plainKey is the JSON name of a plain mapping key; it gives up on a key
+// JSON cannot name.
+func plainKey(k string) (string, bool) {
+	r, _ := resolve("", k, true)
+	s, err := keyString(r, k)
+	return s, err == nil
 }

@@ -87,7 +87,8 @@ func TestYAMLFastAccepts(t *testing.T) {
 	for _, doc := range []string{
 		"a: 1\nb: x\nc: [1, 2.5, true, null]\n",
 		"hostProcess: yes\nq: 'yes'\nn: no\n",
-		"v: 0x10\nw: 1_000\nf: .inf\nt: 2026-11-06\n",
+		"v: 0x10\nw: 1_000\nt: 2026-11-06\no: 0o17\n",
+		"0x10: a\n1.0: b\n.5: c\n'y': d\n1e3: e\n",
 		"s: \"a\\\"b<c>\"\n",
 	} {
 		if !checkFast(t, []byte(doc)) {
@@ -171,7 +172,8 @@ func FuzzYAMLFast(f *testing.F) {
 		manifesttest.KubectlPod, kubeadmConfig,
 		"a: 1\nb: x\nc: [1, 2.5, true, null]\n",
 		"hostProcess: yes\nq: 'yes'\nn: no\n",
-		"v: 0x10\nw: 1_000\nf: .inf\nt: 2026-11-06\n",
+		"v: 0x10\nw: 1_000\nt: 2026-11-06\no: 0o17\n",
+		"0x10: a\n1.0: b\n.5: c\n'y': d\n1e3: e\n",
 		"- a\n- b: c\n  d: [e, {f: g}]\n- - h\n",
 		"k: -1\nl: +.5\nm: 0o17\nn: 1e3\no: 0b101\np: 2026-11-06 10:00:00\nq: 1:2\n",
 		"a: |\n  x\n\n  y\nb: |-\n  z\n",

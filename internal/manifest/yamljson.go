@@ -126,27 +126,35 @@ func (w *jsonWriter) node(n *yaml.Node, depth int) error {
 	case yaml.ScalarNode:
 		return w.scalar(n)
 	}
-	return fmt.Errorf("line %d: unsupported YAML node", n.Line)
+	return lineError(n.Line, "unsupported YAML node")
 }
 
-// mapping writes a mapping's pairs, expanding "<<" merge keys.
+// lineError is an error at a line of the document, worded as yaml.v3's.
+func lineError(line int, format string, a ...any) error {
+	return fmt.Errorf("yaml: line %d: %s", line, fmt.Sprintf(format, a...))
+}
+
+// mapping writes a mapping's pairs, expanding "<<" merge keys as go-yaml
+// v2 does: a merged mapping's pairs are written where the key is (a later
+// pair of the same name wins, JSON decoders keep the last), the mappings
+// of a merged sequence last to first, so that the first wins.
 func (w *jsonWriter) mapping(n *yaml.Node, depth int, first *bool) error {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind == yaml.ScalarNode && k.Value == "<<" && k.Tag == "!!merge" {
-			for v.Kind == yaml.AliasNode {
-				v = v.Alias
-			}
 			srcs := []*yaml.Node{v}
 			if v.Kind == yaml.SequenceNode {
-				srcs = v.Content
+				srcs = nil
+				for j := len(v.Content) - 1; j >= 0; j-- {
+					srcs = append(srcs, v.Content[j])
+				}
 			}
 			for _, s := range srcs {
-				for s.Kind == yaml.AliasNode {
+				if s.Kind == yaml.AliasNode && s.Alias != nil {
 					s = s.Alias
 				}
 				if s.Kind != yaml.MappingNode {
-					return fmt.Errorf("line %d: merge key needs a mapping", k.Line)
+					return lineError(k.Line, "map merge requires map or sequence of maps as the value")
 				}
 				if err := w.mapping(s, depth+1, first); err != nil {
 					return err
@@ -162,9 +170,17 @@ func (w *jsonWriter) mapping(n *yaml.Node, depth int, first *bool) error {
 			k = k.Alias
 		}
 		if k.Kind != yaml.ScalarNode {
-			return fmt.Errorf("line %d: mapping keys must be scalars", k.Line)
+			return lineError(k.Line, "a mapping key must be a scalar")
 		}
-		writeString(w.b, k.Value)
+		r, err := resolveNode(k)
+		if err != nil {
+			return lineError(k.Line, "%v", err)
+		}
+		name, err := keyString(r, k.Value)
+		if err != nil {
+			return lineError(k.Line, "%v", err)
+		}
+		writeString(w.b, name)
 		w.b.WriteByte(':')
 		if err := w.node(v, depth+1); err != nil {
 			return err
@@ -174,8 +190,25 @@ func (w *jsonWriter) mapping(n *yaml.Node, depth int, first *bool) error {
 }
 
 func (w *jsonWriter) scalar(n *yaml.Node) error {
-	writeScalar(w.b, n.ShortTag(), n.Value, n.Style == 0)
+	r, err := resolveNode(n)
+	if err == nil {
+		err = writeValue(w.b, r, n.Value)
+	}
+	if err != nil {
+		return lineError(n.Line, "%v", err)
+	}
 	return nil
+}
+
+// resolveNode resolves a scalar node: its explicit tag if it has one, and
+// plain or not.
+func resolveNode(n *yaml.Node) (scalar, error) {
+	tag := ""
+	if n.Style&yaml.TaggedStyle != 0 {
+		tag = n.ShortTag()
+	}
+	plain := n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0
+	return resolve(tag, n.Value, plain)
 }
 
 func writeString(b *bytes.Buffer, s string) {
