@@ -188,6 +188,8 @@ var oracleSeeds = []string{
 	"Kind: Pod\nkind: Node\napiVersion: 1\n",
 	"s: \"\\u00e9\\t\\x41\\N\"\nu: 'it''s'\n",
 	"- a\n- b: c\n  d: [e, {f: g}]\n- - h\n",
+	"a: one\n  two\n\n  three\nb: 'x ''y''\n\n   z '\n- c\n",
+	"a: one\n  two\nb: 'x ''y''\n\n   z '\n",
 }
 
 func TestToJSONOracle(t *testing.T) {

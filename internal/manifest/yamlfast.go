@@ -377,6 +377,9 @@ func (p *fastParser) inline(t []byte, col int) bool {
 		return ok && restOK(t[n:])
 	case '"', '\'':
 		s, n, ok := quoted(t)
+		if !ok && t[0] == '\'' {
+			return p.foldSingle(t, col)
+		}
 		if !ok || !restOK(t[n:]) {
 			return false
 		}
@@ -389,14 +392,116 @@ func (p *fastParser) inline(t []byte, col int) bool {
 		return false
 	}
 	v := t
+	comment := false
 	if i := bytes.Index(v, []byte(" #")); i >= 0 {
-		v = v[:i]
+		v, comment = v[:i], true
 	}
 	v = bytes.TrimRight(v, " ")
 	if bytes.Contains(v, []byte(": ")) || v[len(v)-1] == ':' {
 		return false
 	}
+	if !comment {
+		// The lines after it that are more indented than the collection
+		// continue it (a comment ends it: more lines then are the error
+		// after reports).
+		folded, ok := p.foldPlain(v, col)
+		if !ok {
+			return false
+		}
+		v = folded
+	}
 	return writePlain(p.b, string(v))
+}
+
+// foldPlain appends to the first line of a plain scalar (v) its
+// continuation lines: those after it more indented than col, and the
+// empty lines between them, folded as YAML folds them (a line break
+// between two lines is a space, each empty line a line break). It gives
+// up on a continuation line that could be read as anything else.
+func (p *fastParser) foldPlain(v []byte, col int) ([]byte, bool) {
+	j, empty := p.i, 0
+	var out []byte
+	for ; j < len(p.lines); j++ {
+		l := p.lines[j]
+		if len(l.text) == 0 {
+			empty++
+			continue
+		}
+		if l.indent <= col || l.text[0] == '#' {
+			break
+		}
+		t := bytes.TrimRight(l.text, " ")
+		if !plainStart(t) || t[0] == '-' || bytes.Contains(t, []byte(": ")) || bytes.Contains(t, []byte(" #")) || t[len(t)-1] == ':' {
+			return nil, false
+		}
+		if out == nil {
+			out = append(out, v...)
+		}
+		if empty > 0 {
+			out = append(out, bytes.Repeat([]byte{'\n'}, empty)...)
+		} else {
+			out = append(out, ' ')
+		}
+		out = append(out, t...)
+		empty = 0
+		p.i = j + 1
+	}
+	if out == nil {
+		return v, true
+	}
+	return out, true
+}
+
+// foldSingle reads a single-quoted scalar that does not end on its first
+// line (t): its lines up to the closing quote, the others more indented
+// than col (or empty), folded as YAML folds them.
+func (p *fastParser) foldSingle(t []byte, col int) bool {
+	var s []byte
+	line, empty := t[1:], 0
+	for first := true; ; first = false {
+		if !first {
+			if p.i >= len(p.lines) {
+				return false
+			}
+			l := p.lines[p.i]
+			p.i++
+			if len(l.text) == 0 {
+				empty++
+				continue
+			}
+			if l.indent <= col {
+				return false
+			}
+			if empty > 0 {
+				s = append(s, bytes.Repeat([]byte{'\n'}, empty)...)
+			} else {
+				s = append(s, ' ')
+			}
+			// A line's leading spaces are not content (l.text starts
+			// after them).
+			empty, line = 0, l.text
+		}
+		// The line up to its closing quote ('' is a quote).
+		for i := 0; i < len(line); i++ {
+			if line[i] != '\'' {
+				continue
+			}
+			if i+1 < len(line) && line[i+1] == '\'' {
+				s = append(s, line[:i+1]...)
+				line = line[i+2:]
+				i = -1
+				continue
+			}
+			if !restOK(line[i+1:]) {
+				return false
+			}
+			writeString(p.b, string(append(s, line[:i]...)))
+			return true
+		}
+		// A line's trailing spaces are not content when a line break
+		// follows.
+		s = append(s, bytes.TrimRight(line, " ")...)
+	}
 }
 
 // literal reads a literal block scalar ("|" or "|-") whose content is on

@@ -83,6 +83,19 @@ func TestYAMLFastAccepts(t *testing.T) {
 			t.Errorf("%s: the fast path gave up", name)
 		}
 	}
+	// Long strings as kubectl's printer folds them over several lines,
+	// plain and single-quoted, in mappings and sequences, with empty lines
+	// (line breaks) and escaped quotes.
+	for _, doc := range []string{
+		"a: collects the metrics and logs of node 0\n  for the fleet dashboard;  owned\n\n\n  by the platform team\nb: 1\n",
+		"- one two\n  three\n- 'it''s a\n\n  long  \n  ''quoted'' text '\n- x\n",
+		"m:\n  k: 'a ''b''\n    c'\n  l: 1\n",
+		"a: 12\n  34\n",
+	} {
+		if !checkFast(t, []byte(doc)) {
+			t.Errorf("%q: the fast path gave up", doc)
+		}
+	}
 	// The cases of TestYAMLToJSON it takes.
 	for _, doc := range []string{
 		"a: 1\nb: x\nc: [1, 2.5, true, null]\n",
@@ -104,9 +117,15 @@ func TestYAMLFastGivesUp(t *testing.T) {
 		"a: &x 1\nb: *x\n",         // anchors and aliases
 		"a: !!str 1\n",             // tags
 		"m:\n  <<: {x: 1}\n",       // merge keys
-		"a: b\n  c\n",              // a multi-line plain scalar
 		"a: [1,\n  2]\n",           // a multi-line flow collection
-		"a: \"x\n  y\"\n",          // a multi-line quoted scalar
+		"a: \"x\n  y\"\n",          // a multi-line double-quoted scalar
+		"a: b\n  c: d\n",           // a plain continuation that reads as a pair
+		"a: b\n  - c\n",            // ... or as an entry
+		"a: b # c\n  d\n",          // a continuation after a comment
+		"a: b\n  # c\n  d\n",       // a comment line inside
+		"a:\n  b: 'x\n  y'\n",       // a quoted continuation not indented past its mapping
+		"a: 'x\n",                 // an unclosed quote
+		"a: 'x\n  y' z\n",          // text after the closing quote
 		"a: >\n  folded\n",         // folded block scalars
 		"a: |+\n  keep\n\n",        // keep chomping
 		"a: |2\n   x\n",            // indentation indicators
@@ -181,6 +200,7 @@ func FuzzYAMLFast(f *testing.F) {
 		"apiVersion: v1\nkind: List\nitems:\n- kind: Pod\n",
 		"Kind: Pod\nkind: Node\napiVersion: 1\n",
 		"kind: \"P\\u00e9d\"\napiVersion: ~\n",
+		"a: one\n  two\n\n  three\nb: 'x ''y''\n\n   z '\n",
 	} {
 		f.Add(s)
 	}
