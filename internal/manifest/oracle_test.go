@@ -223,4 +223,3 @@ func FuzzToJSONOracle(f *testing.F) {
 		checkOracle(t, []byte(doc))
 	})
 }
-

@@ -123,8 +123,8 @@ func TestYAMLFastGivesUp(t *testing.T) {
 		"a: b\n  - c\n",            // ... or as an entry
 		"a: b # c\n  d\n",          // a continuation after a comment
 		"a: b\n  # c\n  d\n",       // a comment line inside
-		"a:\n  b: 'x\n  y'\n",       // a quoted continuation not indented past its mapping
-		"a: 'x\n",                 // an unclosed quote
+		"a:\n  b: 'x\n  y'\n",      // a quoted continuation not indented past its mapping
+		"a: 'x\n",                  // an unclosed quote
 		"a: 'x\n  y' z\n",          // text after the closing quote
 		"a: >\n  folded\n",         // folded block scalars
 		"a: |+\n  keep\n\n",        // keep chomping
