@@ -56,6 +56,10 @@ type FileOptions struct {
 	Workers int
 	// MaxDocument caps one document's size (default MaxDocument).
 	MaxDocument int
+	// KeepAllPods keeps every pod a controller owns. By default the
+	// loader keeps only those a check can read (Snapshot.SlimPods), so
+	// that memory grows with what the checks read, not with the input.
+	KeepAllPods bool
 }
 
 // LoadFiles reads manifests from paths (files, directories searched
@@ -93,6 +97,9 @@ func (o FileOptions) Load(ctx context.Context, paths []string, stdin io.Reader) 
 	}
 
 	s := New()
+	if !o.KeepAllPods {
+		s.SlimPods()
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p := &pipeline{s: s, max: o.MaxDocument, work: make(chan doc, 4*o.Workers)}
@@ -121,6 +128,7 @@ func (o FileOptions) Load(ctx context.Context, paths []string, stdin io.Reader) 
 	if err != nil {
 		return nil, err
 	}
+	s.DropUnreadPods()
 	sortDiagnostics(s.Diagnostics)
 	s.Sort()
 	// Two kubeadm ClusterConfigurations: the checks use the first in the
