@@ -85,22 +85,40 @@ func resolveUntagged(tag, text string) (scalar, string) {
 	default:
 		return scalar{s: text}, "!!str"
 	}
+	// The words below are at most five bytes long.
+	switch {
+	case len(text) > 5:
+	case text == "<<":
+		return scalar{s: text}, "!!merge"
+	default:
+		if v, rtag, ok := resolveWord(text); ok {
+			return v, rtag
+		}
+	}
+	return resolveNumber(tag, text, c)
+}
+
+// resolveWord resolves go-yaml v2's words: booleans, nulls, infinities.
+func resolveWord(text string) (scalar, string, bool) {
 	switch text {
 	case "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON":
-		return scalar{kind: kindBool, b: true}, "!!bool"
+		return scalar{kind: kindBool, b: true}, "!!bool", true
 	case "n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF":
-		return scalar{kind: kindBool}, "!!bool"
+		return scalar{kind: kindBool}, "!!bool", true
 	case "", "~", "null", "Null", "NULL":
-		return scalar{kind: kindNull}, "!!null"
+		return scalar{kind: kindNull}, "!!null", true
 	case ".nan", ".NaN", ".NAN":
-		return scalar{kind: kindFloat, f: math.NaN()}, "!!float"
+		return scalar{kind: kindFloat, f: math.NaN()}, "!!float", true
 	case ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF":
-		return scalar{kind: kindFloat, f: math.Inf(1)}, "!!float"
+		return scalar{kind: kindFloat, f: math.Inf(1)}, "!!float", true
 	case "-.inf", "-.Inf", "-.INF":
-		return scalar{kind: kindFloat, f: math.Inf(-1)}, "!!float"
-	case "<<":
-		return scalar{s: text}, "!!merge"
+		return scalar{kind: kindFloat, f: math.Inf(-1)}, "!!float", true
 	}
+	return scalar{}, "", false
+}
+
+// resolveNumber resolves what starts like a number (c is its first byte).
+func resolveNumber(tag, text string, c byte) (scalar, string) {
 	switch {
 	case c == '.':
 		if f, err := strconv.ParseFloat(text, 64); err == nil {
