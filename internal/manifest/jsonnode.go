@@ -134,11 +134,14 @@ func (p *jsonParser) value(depth int) (*yaml.Node, error) {
 		case "null":
 			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: v}, nil
 		}
-		if _, err := strconv.ParseFloat(v, 64); err != nil || !IsJSONNumber(v) {
+		if !IsJSONNumber(v) {
 			return nil, fmt.Errorf("offset %d: %q is not a JSON value", j-len(v), v)
 		}
 		tag := "!!float"
-		if _, err := strconv.ParseInt(v, 0, 64); err == nil {
+		if _, err := strconv.ParseFloat(v, 64); err != nil {
+			// Past float64's range: yaml.v3 resolves it to a string.
+			tag = "!!str"
+		} else if _, err := strconv.ParseInt(v, 0, 64); err == nil {
 			tag = "!!int"
 		} else if _, err := strconv.ParseUint(v, 0, 64); err == nil {
 			tag = "!!int"

@@ -219,8 +219,13 @@ func (c *cutter) line(n int, t []byte, long bool) error {
 			return err
 		}
 		if rest := bytes.TrimSpace(t[3:]); len(rest) > 0 && rest[0] != '#' {
-			// "--- {inline: doc}" puts content on the marker line.
+			// "--- {inline: doc}" puts content on the marker line. On a
+			// line of its own, content that reads as a marker ("--- ---")
+			// is indented, so that it stays content.
 			c.first = n
+			if IsSeparator(rest) || bytes.HasPrefix(rest, []byte("...")) {
+				c.cur = append(c.cur, ' ')
+			}
 			c.cur = append(append(c.cur, rest...), '\n')
 		}
 		return nil
