@@ -84,6 +84,10 @@ func (s Splitter) Split(ctx context.Context, r io.Reader, emit func(*Document) e
 		if err != nil {
 			return err
 		}
+		// A stream's last line may end without a line break: then its
+		// document does not end with one either (a literal block's
+		// value ends where the file does).
+		c.eol = lr.eol
 		if err := c.line(n, line, long); err != nil {
 			return err
 		}
@@ -110,6 +114,7 @@ type lineReader struct {
 	br  *bufio.Reader
 	buf []byte
 	max int
+	eol bool // the line next returned ended with a line break
 }
 
 // next returns the next line without its "\n" (or "\r\n"). The slice is
@@ -118,6 +123,7 @@ func (l *lineReader) next() (line []byte, long bool, err error) {
 	l.buf = l.buf[:0]
 	for {
 		frag, err := l.br.ReadSlice('\n')
+		l.eol = len(frag) > 0 && frag[len(frag)-1] == '\n'
 		if !long {
 			if len(l.buf)+len(frag) > l.max+2 {
 				long, l.buf = true, l.buf[:0]
@@ -155,7 +161,8 @@ type cutter struct {
 	max   int
 	items bool
 	emit  func(*Document) error
-	docs  int // documents with content before the current one
+	docs  int  // documents with content before the current one
+	eol   bool // the current line ends with a line break
 
 	cur    []byte // the document (or a List's head) so far
 	first  int    // stream line of cur's first line, 0 before content
@@ -226,7 +233,7 @@ func (c *cutter) line(n int, t []byte, long bool) error {
 			if IsSeparator(rest) || bytes.HasPrefix(rest, []byte("...")) {
 				c.cur = append(c.cur, ' ')
 			}
-			c.cur = append(append(c.cur, rest...), '\n')
+			c.cur = c.appendLine(c.cur, rest)
 		}
 		return nil
 	}
@@ -256,7 +263,7 @@ func (c *cutter) line(n int, t []byte, long bool) error {
 		c.cur = c.cur[:0]
 		return c.send(&Document{Line: c.first, Source: c.source, TooLarge: true})
 	}
-	c.cur = append(append(c.cur, t...), '\n')
+	c.cur = c.appendLine(c.cur, t)
 	if c.items && isItemsKey(t) && c.head.after == 0 && indentOf(c.cur) == 0 {
 		c.inItems, c.dash = true, -1
 	}
@@ -275,7 +282,7 @@ func (c *cutter) itemLine(n int, t []byte, long bool) error {
 			c.inItems = false
 			return c.line(n, t, long)
 		case blank:
-			c.cur = append(append(c.cur, t...), '\n')
+			c.cur = c.appendLine(c.cur, t)
 			return nil
 		case bytes.HasPrefix(trim, []byte("-")) && dashAt(t, indentOf(t)):
 			c.dash = indentOf(t)
@@ -294,9 +301,9 @@ func (c *cutter) itemLine(n int, t []byte, long bool) error {
 		if long || len(t)+1 > c.max {
 			return c.itemTooLarge()
 		}
-		c.item = append(c.item, t...)
-		c.item[len(c.item)-len(t)+c.dash] = ' '
-		c.item = append(c.item, '\n')
+		at := len(c.item) + c.dash
+		c.item = c.appendLine(c.item, t)
+		c.item[at] = ' '
 		return nil
 	case blank || long || indentOf(t) > c.dash || t[indentOf(t)] == '\t':
 		// More indented (a tab counts as more: YAML's parser reports it),
@@ -307,7 +314,7 @@ func (c *cutter) itemLine(n int, t []byte, long bool) error {
 		if long || len(c.item)+len(t)+1 > c.max {
 			return c.itemTooLarge()
 		}
-		c.item = append(append(c.item, t...), '\n')
+		c.item = c.appendLine(c.item, t)
 		return nil
 	}
 	// A line back at the List's own level: the items have ended, the
@@ -318,6 +325,15 @@ func (c *cutter) itemLine(n int, t []byte, long bool) error {
 	c.inItems = false
 	c.head = LineMap{before: bytes.Count(c.cur, []byte{'\n'}), after: n}
 	return c.line(n, t, long)
+}
+
+// appendLine appends line t to b, with its line break when it has one.
+func (c *cutter) appendLine(b, t []byte) []byte {
+	b = append(b, t...)
+	if c.eol {
+		b = append(b, '\n')
+	}
+	return b
 }
 
 func (c *cutter) itemTooLarge() error {

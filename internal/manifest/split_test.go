@@ -45,6 +45,14 @@ func TestSplitDocuments(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
 	}
+	// The last line without a line break: its document ends as the
+	// stream does (a literal block's value has no line break either).
+	if got := split(t, Splitter{Items: true}, "a: 1\n---\nb: |\n  x"); len(got) != 2 || got[1].Data != "b: |\n  x" {
+		t.Errorf("no final line break: %+v", got)
+	}
+	if got := split(t, Splitter{Items: true}, "items:\n- a"); len(got) != 2 || got[0].Data != "  a" {
+		t.Errorf("no final line break in an item: %+v", got)
+	}
 	docs := Documents([]byte(in))
 	if len(docs) != 4 || string(docs[1].Data) != "{b: 2}\nc: 3\n" || docs[1].Line != 10 || docs[3].Number != 4 {
 		t.Errorf("Documents: %+v", docs)
