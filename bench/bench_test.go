@@ -5,9 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,11 +20,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/hybridctl/hybridctl/bench/internal/floor"
 	"github.com/hybridctl/hybridctl/bench/internal/gen"
 	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/cli"
+	"github.com/hybridctl/hybridctl/internal/report"
+	"github.com/hybridctl/hybridctl/internal/snapshot"
 	"github.com/hybridctl/hybridctl/internal/testenv"
 )
 
@@ -88,24 +96,43 @@ func removeStaleDirs(tmp string) {
 	}
 }
 
-// usage is what one run cost: wall time, CPU time, peak RSS.
+// usage is what the runs of one phase cost: wall time, CPU time and peak
+// RSS of each run. Runs of the phases a benchmark compares are
+// interleaved (one of each per iteration), and times are reported as
+// medians: on a shared machine a slow minute then hits every phase once
+// instead of one phase's runs.
 type usage struct {
-	wall, cpu time.Duration
-	mb        float64 // peak RSS of the process while it ran
-	base      float64 // RSS of the process when it started
-	runs      int
+	walls, cpus []time.Duration
+	mb          float64 // the largest peak RSS of the process while it ran
+	base        float64 // RSS of the process when it started
 }
 
 func (u *usage) add(v usage) {
-	u.wall += v.wall
-	u.cpu += v.cpu
+	u.walls = append(u.walls, v.walls...)
+	u.cpus = append(u.cpus, v.cpus...)
 	u.mb = max(u.mb, v.mb)
 	u.base = max(u.base, v.base)
-	u.runs++
 }
 
-func (u usage) s() float64    { return u.wall.Seconds() / float64(u.runs) }
-func (u usage) cpuS() float64 { return u.cpu.Seconds() / float64(u.runs) }
+// one is the usage of a single run.
+func one(wall, cpu time.Duration, mb float64) usage {
+	return usage{walls: []time.Duration{wall}, cpus: []time.Duration{cpu}, mb: mb}
+}
+
+func median(ds []time.Duration) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2].Seconds()
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]).Seconds() / 2
+}
+
+func (u usage) s() float64    { return median(u.walls) }
+func (u usage) cpuS() float64 { return median(u.cpus) }
 
 // measure runs f in this process and returns its wall time, CPU time and
 // the process's peak RSS while it ran (name-MB), which includes what the
@@ -125,17 +152,18 @@ func measure(b *testing.B, f func() error) usage {
 	if err := f(); err != nil {
 		b.Fatal(err)
 	}
-	u := usage{wall: time.Since(t), cpu: cpuTime() - c}
+	wall, cpu := time.Since(t), cpuTime()-c
 	mb, err := peakMB()
 	if err != nil {
 		b.Fatal(err)
 	}
-	u.mb, u.base = mb, base
+	u := one(wall, cpu, mb)
+	u.base = base
 	return u
 }
 
-// report puts a phase's figures into the benchmark's line.
-func report(b *testing.B, name string, u usage) {
+// metrics puts a phase's figures into the benchmark's line.
+func metrics(b *testing.B, name string, u usage) {
 	b.ReportMetric(u.s(), name+"-s")
 	b.ReportMetric(u.cpuS(), name+"-cpu-s")
 	b.ReportMetric(u.mb, name+"-MB")
@@ -161,28 +189,49 @@ func kubeScore(b *testing.B) string {
 	return p
 }
 
-// BenchmarkLint is `hybridctl lint DIR` on the synthetic cluster as YAML
-// files, in this process, beside kube-score v1.20.0 (`kube-score score`)
-// on the same files in the same run. It reports both runs' time, CPU time
-// and peak RSS, and x-kube-score, how many times faster lint is (the
-// issue's target: at least 12 at 150,000 pods, in at most 4 s and 250 MB).
+// BenchmarkLint is `hybridctl lint DIR` on the synthetic cluster, in two
+// styles of YAML: style=flow (documents with one-line flow collections, as
+// hand-written manifests and Helm charts often are) and style=block (each
+// file one List in block style, as kubectl get -A -o yaml prints it). Each
+// iteration runs, on the same files: lint in this process ("lint"; its
+// peak RSS includes this test binary's), the hybridctl binary as its own
+// process under GNU time ("lint-bin": its own peak RSS, the memory target)
+// and kube-score v1.20.0 (`kube-score score`). It reports each one's
+// median time and CPU time and its peak RSS, and x-kube-score, how many
+// times faster lint is (the targets: at least 12 at 150,000 pods, in at
+// most 4 s and 250 MB).
 //
 //	HYBRIDCTL_BENCH_NODES=5000 HYBRIDCTL_BENCH_PODS=150000 \
-//	  go test -run '^$' -bench Lint -benchtime 1x -timeout 0 ./bench/
+//	  go test -run '^$' -bench Lint -benchtime 3x -timeout 0 ./bench/
 func BenchmarkLint(b *testing.B) {
 	nodes, pods := sizes(b)
-	b.Run(fmt.Sprintf("pods=%d", pods), func(b *testing.B) { benchLint(b, nodes, pods) })
+	ks := kubeScore(b)
+	bin := hybridctlBinary(b)
+	for _, style := range []string{"flow", "block"} {
+		b.Run(fmt.Sprintf("style=%s/pods=%d", style, pods), func(b *testing.B) { benchLint(b, ks, bin, style, nodes, pods) })
+	}
 }
 
-func benchLint(b *testing.B, nodes, pods int) {
-	ks := kubeScore(b)
+func benchLint(b *testing.B, ks, bin, style string, nodes, pods int) {
 	dir := cluster(b, nodes, pods)
+	if style == "block" {
+		if err := gen.ToBlock(dir); err != nil {
+			b.Fatal(err)
+		}
+	}
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(files) == 0 {
 		b.Fatalf("no YAML files in %s: %v", dir, err)
 	}
+	var size int64
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			size += st.Size()
+		}
+	}
+	b.Logf("%d files of %s YAML, %.1f MB", len(files), style, float64(size)/1e6)
 	ctx := context.Background()
-	var lint, peer usage
+	var lint, binary, peer usage
 	for b.Loop() {
 		lint.add(measure(b, func() error {
 			var out, errOut bytes.Buffer
@@ -191,6 +240,7 @@ func benchLint(b *testing.B, nodes, pods int) {
 			}
 			return nil
 		}))
+		binary.add(runMeasured(b, ctx, bin, "lint", "--fail-on", "warning", dir))
 
 		var out bytes.Buffer
 		cmd := exec.CommandContext(ctx, ks, append([]string{"score", "--output-format", "ci"}, files...)...)
@@ -210,10 +260,12 @@ func benchLint(b *testing.B, nodes, pods int) {
 			b.Fatalf("kube-score named no pod:\n%.2000s", out.String())
 		}
 		cpu, mb := childUsage(cmd.ProcessState)
-		peer.add(usage{wall: wall, cpu: cpu, mb: mb})
+		peer.add(one(wall, cpu, mb))
 	}
-	report(b, "lint", lint)
-	report(b, "kube-score", peer)
+	metrics(b, "lint", lint)
+	metrics(b, "lint-bin", binary)
+	metrics(b, "kube-score", peer)
+	b.ReportMetric(float64(size)/1e6, "input-MB")
 	b.ReportMetric(peer.s()/lint.s(), "x-kube-score")
 	b.ReportMetric(peer.cpuS()/lint.cpuS(), "x-kube-score-cpu")
 }
@@ -267,9 +319,27 @@ func benchDoctor(b *testing.B, nodes, pods int) {
 		b.Fatal(err)
 	}
 	bin := hybridctlBinary(b)
+	floorBin := floorBinary(b)
 	kubeconfig := env.KubeconfigPath()
-	var doctor, binary, list, informer usage
+	// The binaries read the cluster from $KUBECONFIG.
+	b.Setenv("KUBECONFIG", kubeconfig)
+	var doctor, binary, list, informer, raw, rawBin, startup usage
 	for b.Loop() {
+		// The least any auditor must do, first in each round: pods and
+		// nodes in protobuf, bytes thrown away, in this process and as
+		// a small binary of its own.
+		raw.add(measure(b, func() error {
+			n, err := floor.RawLists(ctx, cs.CoreV1().RESTClient())
+			if err == nil && n == 0 {
+				err = errors.New("the raw floor read nothing")
+			}
+			return err
+		}))
+		rawBin.add(runMeasured(b, ctx, floorBin, "-mode", "raw"))
+		// hybridctl's start-up alone: the binary doing nothing but
+		// printing its version (runtime and package initialization,
+		// the command tree).
+		startup.add(runMeasured(b, ctx, bin, "version"))
 		doctor.add(measure(b, func() error {
 			res, n, err := checks.Audit(ctx, cfg, checks.Options{}, "")
 			if err != nil {
@@ -304,12 +374,85 @@ func benchDoctor(b *testing.B, nodes, pods int) {
 			return err
 		}))
 	}
-	report(b, "doctor", doctor)
-	report(b, "doctor-bin", binary)
-	report(b, "list", list)
-	report(b, "informer", informer)
+	metrics(b, "doctor", doctor)
+	metrics(b, "doctor-bin", binary)
+	metrics(b, "raw", raw)
+	metrics(b, "raw-bin", rawBin)
+	metrics(b, "startup-bin", startup)
+	metrics(b, "list", list)
+	metrics(b, "informer", informer)
+	b.ReportMetric(doctor.s()/raw.s(), "x-raw")
+	b.ReportMetric(binary.s()/rawBin.s(), "x-raw-bin")
 	b.ReportMetric(doctor.s()/list.s(), "x-list")
 	b.ReportMetric(doctor.s()/informer.s(), "x-informer")
+	if dir := os.Getenv("HYBRIDCTL_BENCH_PROFILE"); dir != "" {
+		profileDoctor(b, ctx, cfg, filepath.Join(dir, fmt.Sprintf("doctor-%d", pods)))
+	}
+}
+
+// profileDoctor runs doctor's stages once more, one after the other, each
+// under a CPU profile, with a heap profile after it, into dir: read (the
+// live loader: every LIST, decoded), checks, report (JSON). Their wall
+// times go into the benchmark's line as stage-NAME-s.
+func profileDoctor(b *testing.B, ctx context.Context, cfg *rest.Config, dir string) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	stage := func(name string, f func() error) {
+		cpu, err := os.Create(filepath.Join(dir, name+".cpu.pprof"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cpu.Close()
+		runtime.GC()
+		if err := pprof.StartCPUProfile(cpu); err != nil {
+			b.Fatal(err)
+		}
+		t := time.Now()
+		err = f()
+		d := time.Since(t)
+		pprof.StopCPUProfile()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(d.Seconds(), "stage-"+name+"-s")
+		heap, err := os.Create(filepath.Join(dir, name+".heap.pprof"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer heap.Close()
+		if err := pprof.Lookup("heap").WriteTo(heap, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cs, _, err := checks.Selected(checks.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var snap *snapshot.Snapshot
+	stage("read", func() (err error) {
+		snap, err = snapshot.LoadLive(ctx, cfg, snapshot.LiveOptions{Kinds: checks.Needs(cs)})
+		return err
+	})
+	var res *checks.Result
+	stage("checks", func() (err error) {
+		res, err = checks.Run(snap, checks.Options{})
+		return err
+	})
+	stage("report", func() error {
+		return report.Write(io.Discard, "json", "doctor", res, snap.Len())
+	})
+	b.Logf("profiles of doctor's stages in %s", dir)
+}
+
+// floorBinary builds bench/floor into a temporary directory.
+func floorBinary(b *testing.B) string {
+	bin := filepath.Join(b.TempDir(), "floor")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/hybridctl/hybridctl/bench/floor")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build bench/floor: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // runMeasured runs a command that must exit 0 under GNU time (Debian's
@@ -341,7 +484,7 @@ func runMeasured(b *testing.B, ctx context.Context, name string, args ...string)
 	if _, err := fmt.Sscanf(string(raw), "%f %f %f", &kb, &user, &sys); err != nil {
 		b.Fatalf("GNU time's report %q: %v", raw, err)
 	}
-	return usage{wall: wall, cpu: time.Duration((user + sys) * float64(time.Second)), mb: kb / 1000}
+	return one(wall, time.Duration((user+sys)*float64(time.Second)), kb/1000)
 }
 
 // hybridctlBinary builds hybridctl (./cmd/hybridctl, as go install would)

@@ -1,8 +1,11 @@
-// Command floor measures the two floors doctor is compared with, against
-// the cluster in $KUBECONFIG: a client-go paginated LIST (limit 500) of all
-// pods and nodes that drops the items ("paginate"), and one LIST of each
-// served from the watch cache (resourceVersion=0, "cache"). It prints the
-// time and the object count; run it under /usr/bin/time for peak RSS.
+// Command floor measures the floors doctor is compared with, against the
+// cluster in $KUBECONFIG: a client-go paginated LIST (limit 500) of all
+// pods and nodes that drops the items ("paginate"), one LIST of each
+// served from the watch cache (resourceVersion=0, "cache"), and the same
+// two LISTs at once in protobuf, their bytes read and thrown away ("raw":
+// the least any auditor of the cluster must do). It prints the time and
+// the object count (bytes for raw); run it under /usr/bin/time for peak
+// RSS. BenchmarkDoctor runs -mode raw beside the hybridctl binary.
 package main
 
 import (
@@ -15,10 +18,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/hybridctl/hybridctl/bench/internal/floor"
 )
 
 func main() {
-	mode := flag.String("mode", "paginate", "paginate (limit 500, items dropped) or cache (resourceVersion=0, one response held)")
+	mode := flag.String("mode", "paginate", "paginate (limit 500, items dropped), cache (resourceVersion=0, one response held) or raw (resourceVersion=0, protobuf, pods and nodes at once, bytes thrown away)")
 	flag.Parse()
 	if err := run(context.Background(), *mode); err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
@@ -79,6 +84,13 @@ func run(ctx context.Context, mode string) error {
 			return err
 		}
 		n = len(pods.Items) + len(nodes.Items)
+	case "raw":
+		bytes, err := floor.RawLists(ctx, cs.CoreV1().RESTClient())
+		if err != nil {
+			return err
+		}
+		fmt.Printf("floor raw: %d bytes in %.2fs\n", bytes, time.Since(start).Seconds())
+		return nil
 	default:
 		return fmt.Errorf("unknown mode %q", mode)
 	}

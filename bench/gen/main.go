@@ -19,18 +19,24 @@ func main() {
 	nodes := flag.Int("nodes", 5000, "number of nodes")
 	pods := flag.Int("pods", 150000, "number of pods")
 	perFile := flag.Int("per-file", 10000, "objects per pods file")
-	asJSON := flag.Bool("json", false, "write each file as a JSON List (kubectl get -o json style) instead of YAML")
+	style := flag.String("style", "flow", "flow: YAML documents with one-line flow collections, as hand-written manifests; block: each file one List in block style, as kubectl get -A -o yaml prints it; json: each file one JSON List, as kubectl get -A -o json prints it")
+	asJSON := flag.Bool("json", false, "the same as -style json")
 	flag.Parse()
-	if *out == "" {
-		fmt.Fprintln(os.Stderr, "gen: -o DIR is required")
+	if *asJSON {
+		*style = "json"
+	}
+	convert := map[string]func(string) error{"flow": nil, "block": gen.ToBlock, "json": gen.ToJSON}
+	to, ok := convert[*style]
+	if *out == "" || !ok {
+		fmt.Fprintln(os.Stderr, "gen: -o DIR is required; -style is flow, block or json")
 		os.Exit(2)
 	}
 	if err := gen.Write(*out, *nodes, *pods, *perFile); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
-	if *asJSON {
-		if err := gen.ToJSON(*out); err != nil {
+	if to != nil {
+		if err := to(*out); err != nil {
 			fmt.Fprintln(os.Stderr, "gen:", err)
 			os.Exit(1)
 		}

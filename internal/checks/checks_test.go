@@ -2,6 +2,7 @@ package checks_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"flag"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hybridctl/hybridctl/internal/checks"
+	"github.com/hybridctl/hybridctl/internal/manifest"
 	"github.com/hybridctl/hybridctl/internal/snapshot"
 	"sigs.k8s.io/yaml"
 )
@@ -238,24 +240,20 @@ func checkSources(t *testing.T, path string, res *checks.Result) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(string(b), "\n")
-	// docAt returns the document that starts at line n (1-based): up to the next "---".
-	docAt := func(n int) string {
-		var doc []string
-		for i := n - 1; i >= 0 && i < len(lines); i++ {
-			if lines[i] == "---" && i != n-1 {
-				break
-			}
-			doc = append(doc, lines[i])
-		}
-		return strings.Join(doc, "\n")
-	}
+	// The documents as lint cuts them (each item of a List on its own),
+	// by their first line.
+	docAt := map[int]string{}
 	declared := map[fixtureObject]bool{}
-	for _, doc := range strings.Split(string(b), "\n---\n") {
-		if o, ok := readFixtureObject(doc); ok {
+	err = manifest.Splitter{Items: true}.Split(context.Background(), bytes.NewReader(b), func(d *manifest.Document) error {
+		docAt[d.Line] = string(d.Data)
+		if o, ok := readFixtureObject(string(d.Data)); ok {
 			declared[o] = true
 			declared[fixtureObject{o.kind, "", o.name}] = true
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, f := range res.Findings {
 		want := fixtureObject{f.Object.Kind, f.Object.Namespace, f.Object.Name}
@@ -266,7 +264,7 @@ func checkSources(t *testing.T, path string, res *checks.Result) {
 			t.Errorf("%s: the %s finding on %s %s points at %s:%d, not at its document", path, f.Check, want.kind, qualified(want.namespace, want.name), f.Source.File, f.Source.Line)
 			continue
 		}
-		o, ok := readFixtureObject(docAt(f.Source.Line))
+		o, ok := readFixtureObject(docAt[f.Source.Line])
 		if !ok || o.kind != want.kind || o.name != want.name || (o.namespace != "" && o.namespace != want.namespace) {
 			t.Errorf("%s: the %s finding on %s %s points at line %d, which declares %v", path, f.Check, want.kind, qualified(want.namespace, want.name), f.Source.Line, o)
 		}

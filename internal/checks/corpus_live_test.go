@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hybridctl/hybridctl/internal/checks"
+	"github.com/hybridctl/hybridctl/internal/manifest"
 	"github.com/hybridctl/hybridctl/internal/snapshot"
 	"github.com/hybridctl/hybridctl/internal/testenv"
 )
@@ -385,8 +385,9 @@ func readLenient(t *testing.T, path string) []testenv.Object {
 		t.Fatal(err)
 	}
 	var out []testenv.Object
-	for i, doc := range regexp.MustCompile(`(?m)^---[ \t]*$`).Split(string(b), -1) {
-		js, err := yaml.YAMLToJSON([]byte(doc))
+	for _, doc := range manifest.Documents(b) {
+		i := doc.Number
+		js, err := yaml.YAMLToJSON(doc.Data)
 		if err != nil {
 			t.Fatalf("%s document %d: %v", path, i, err)
 		}

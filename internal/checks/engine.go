@@ -12,6 +12,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/hybridctl/hybridctl/internal/manifest"
+
 	"github.com/hybridctl/hybridctl/internal/snapshot"
 )
 
@@ -169,6 +171,9 @@ type Config struct {
 
 // ParseConfig reads a config file's contents.
 func ParseConfig(b []byte) (*Config, error) {
+	if err := manifest.CheckYAML(b, &manifest.AliasBudget{}); err != nil {
+		return nil, err
+	}
 	var c Config
 	if err := yaml.UnmarshalStrict(b, &c); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybridctl/hybridctl/internal/manifest"
 	"github.com/hybridctl/hybridctl/internal/snapshot"
 )
 
@@ -69,6 +70,22 @@ func TestParseConfig(t *testing.T) {
 		if _, err := ParseConfig([]byte(in)); err == nil || !strings.Contains(err.Error(), wantErr) {
 			t.Errorf("ParseConfig(%q) = %v, want an error containing %q", in, err, wantErr)
 		}
+	}
+}
+
+// TestParseConfigAliases: a config file's aliases are measured before
+// they are expanded; both sides of the per-document limit.
+func TestParseConfigAliases(t *testing.T) {
+	reason := func(grow int) string {
+		return "ignore:\n- {check: HC101, reason: &r " + strings.Repeat("y", grow-3) + "}\n- {check: HC102, reason: *r}\n"
+	}
+	c, err := ParseConfig([]byte(reason(manifest.MaxAliasExpansionPerDocument)))
+	if err != nil || len(c.Ignore) != 2 || len(c.Ignore[1].Reason) != manifest.MaxAliasExpansionPerDocument-3 {
+		t.Fatalf("at the limit: %v", err)
+	}
+	_, err = ParseConfig([]byte(reason(manifest.MaxAliasExpansionPerDocument + 1)))
+	if err == nil || err.Error() != "document 1, line 3: aliases expand this document by more than 1 MiB, the most one document may grow through aliases" {
+		t.Fatalf("past the limit: %v", err)
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 	"github.com/hybridctl/hybridctl/internal/snapshot"
 )
 
-// TestSlimPodsSameFindings: doctor keeps only the pods a check can read
-// (snapshot.SlimPods); on every check's fixtures, every finding (check,
+// TestSlimPodsSameFindings: doctor and lint keep only the pods a check can
+// read (snapshot.SlimPods); on every check's fixtures, every finding (check,
 // object, message, fix) must be the same as with every pod kept. The
 // fixtures of the checks that read pods (HC103, HC104, HC203, HC207,
 // HC402) have pods on Windows and Linux nodes, ready and not, with and
@@ -64,10 +64,10 @@ func TestSlimPodsSameFindings(t *testing.T) {
 	t.Logf("%d pods dropped, %d kept over %d fixtures", dropped, kept, len(paths))
 }
 
-// loadAll is load on several files.
+// loadAll is load on several files, keeping every pod.
 func loadAll(t *testing.T, h header, paths ...string) *snapshot.Snapshot {
 	t.Helper()
-	s, err := snapshot.LoadFiles(context.Background(), paths, nil)
+	s, err := snapshot.FileOptions{KeepAllPods: true}.Load(context.Background(), paths, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

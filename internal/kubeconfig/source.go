@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 	api "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/hybridctl/hybridctl/internal/manifest"
 )
 
 // Source is the part of a source kubeconfig that an import takes: one
@@ -53,7 +55,14 @@ const maxSourceSize = 16 << 20
 // the file and never carries the file's content: client-go's own message for
 // a duplicate name prints the whole list of entries, private keys included,
 // so it is cut before the list.
+//
+// client-go expands YAML aliases into JSON without a bound on the bytes
+// they add (a few KB can grow to gigabytes), so the aliases are measured
+// first and a file whose aliases expand past manifest's limits is refused.
 func LoadConfig(name string, data []byte) (*api.Config, error) {
+	if err := manifest.CheckYAML(data, &manifest.AliasBudget{}); err != nil {
+		return nil, newErr(KindInvalid, fmt.Sprintf("%s: not a valid kubeconfig", name), err)
+	}
 	cfg, err := clientcmd.Load(data)
 	if err != nil {
 		return nil, newErr(KindInvalid, fmt.Sprintf("%s: not a valid kubeconfig", name), errors.New(redactLoadError(err.Error())))

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	parse "github.com/hybridctl/hybridctl/internal/manifest"
 )
 
 // Objects are serialized through their JSON form (the json tags of
@@ -27,7 +29,7 @@ func toNode(obj any, sparse bool) (*yaml.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := jsonNode(b)
+	n, err := parse.JSONNode(b)
 	if err != nil {
 		return nil, fmt.Errorf("%T: %w", obj, err)
 	}
@@ -190,7 +192,7 @@ func nodeEquals(n *yaml.Node, z any) (equal, known bool) {
 		switch n.Tag {
 		case "!!int", "!!float":
 			f, err := strconv.ParseFloat(n.Value, 64)
-			if err != nil || !isJSONNumber(n.Value) {
+			if err != nil || !parse.IsJSONNumber(n.Value) {
 				return false, false
 			}
 			return f == z, true

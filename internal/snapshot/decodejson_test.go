@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/hybridctl/hybridctl/internal/manifest"
+	"github.com/hybridctl/hybridctl/internal/manifest/manifesttest"
 )
 
 // decodeTargets are the types decodeJSON decodes into (kindTable's
@@ -92,7 +95,7 @@ func TestDecodeJSONSame(t *testing.T) {
 	for _, d := range decodeEdges {
 		fast += checkDecodeJSON(t, []byte(d))
 	}
-	j, err := yamlToJSON([]byte(kubectlPod))
+	j, err := manifest.ToJSON([]byte(manifesttest.KubectlPod))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,13 +113,15 @@ func TestDecodeJSONRepository(t *testing.T) {
 		t.Skip("reads the whole repository")
 	}
 	var docs, fast int
-	for _, doc := range repositoryYAMLDocs(t) {
-		j, err := yamlToJSON(doc.data)
-		if err != nil || len(j) == 0 || j[0] != '{' {
-			continue
+	for _, f := range manifesttest.YAMLFiles(t) {
+		for _, doc := range manifest.Documents(f.Data) {
+			j, err := manifest.ToJSON(doc.Data)
+			if err != nil || len(j) == 0 || j[0] != '{' {
+				continue
+			}
+			docs++
+			fast += checkDecodeJSON(t, j)
 		}
-		docs++
-		fast += checkDecodeJSON(t, j)
 	}
 	t.Logf("%d documents, %d of %d decodes by the fast decoder", docs, fast, docs*len(decodeTargets))
 	if docs < 100 || fast < docs*len(decodeTargets)/2 {

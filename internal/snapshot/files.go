@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/hybridctl/hybridctl/internal/manifest"
 )
 
 // Stdin is the path that names standard input.
@@ -54,6 +56,10 @@ type FileOptions struct {
 	Workers int
 	// MaxDocument caps one document's size (default MaxDocument).
 	MaxDocument int
+	// KeepAllPods keeps every pod a controller owns. By default the
+	// loader keeps only those a check can read (Snapshot.SlimPods), so
+	// that memory grows with what the checks read, not with the input.
+	KeepAllPods bool
 }
 
 // LoadFiles reads manifests from paths (files, directories searched
@@ -91,6 +97,9 @@ func (o FileOptions) Load(ctx context.Context, paths []string, stdin io.Reader) 
 	}
 
 	s := New()
+	if !o.KeepAllPods {
+		s.SlimPods()
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p := &pipeline{s: s, max: o.MaxDocument, work: make(chan doc, 4*o.Workers)}
@@ -119,6 +128,7 @@ func (o FileOptions) Load(ctx context.Context, paths []string, stdin io.Reader) 
 	if err != nil {
 		return nil, err
 	}
+	s.DropUnreadPods()
 	sortDiagnostics(s.Diagnostics)
 	s.Sort()
 	// Two kubeadm ClusterConfigurations: the checks use the first in the
@@ -189,28 +199,18 @@ type doc struct {
 	template string
 	data     []byte
 	json     bool
-	// lines maps a line of data past the first split (a List's head after
-	// its items) back to the file; nil when data is contiguous.
-	lines *headLines
+	// lines maps a line of a YAML document's data to the file.
+	lines manifest.LineMap
 	diag  *Diagnostic // a problem found while cutting (too large, JSON syntax)
 	cost  int         // bytes held against the budget
 	// buf is data's storage when it came from the pipeline's pool.
 	buf *[]byte
 }
 
-// headLines maps the lines of a YAML List's head (its lines before and
-// after the items, joined) to the file.
-type headLines struct {
-	before int // lines of data before the items' end, counting from line
-	after  int // file line of the first line after the items
-}
-
-// fileLine maps line n (1-based) of d.data to a line of the file.
+// fileLine maps line n (1-based) of a YAML document's data to a line of
+// the file.
 func (d doc) fileLine(n int) int {
-	if d.lines != nil && n > d.lines.before {
-		return d.lines.after + n - d.lines.before - 1
-	}
-	return d.line + n - 1
+	return d.lines.Line(n)
 }
 
 // pipeline carries documents from the reader to the decoding workers,
@@ -220,6 +220,9 @@ type pipeline struct {
 	max   int
 	work  chan doc
 	order int
+	// aliases bounds what YAML aliases expand to, per document and over
+	// the whole input; the reader charges documents in the input's order.
+	aliases manifest.AliasBudget
 
 	budget struct {
 		mu   sync.Mutex
@@ -228,10 +231,10 @@ type pipeline struct {
 	}
 
 	// Storage reused from one document to the next: the cut documents'
-	// bytes (*[]byte) and the workers' conversion buffers (*scratch).
+	// bytes (*[]byte) and the workers' converters (*manifest.Converter).
 	// Nothing decoded keeps a reference into either: the decoders copy
 	// what they keep.
-	bufs, scratch sync.Pool
+	bufs, converters sync.Pool
 }
 
 // maxPooled is the largest document whose storage is reused.

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/hybridctl/hybridctl/internal/manifest"
 )
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -25,18 +27,18 @@ func (p *pipeline) decode(d doc) {
 		return
 	}
 	data := d.data
-	var top typeMeta
+	var top manifest.TypeMeta
 	if !d.json {
-		sc, _ := p.scratch.Get().(*scratch)
-		if sc == nil {
-			sc = new(scratch)
+		c, _ := p.converters.Get().(*manifest.Converter)
+		if c == nil {
+			c = new(manifest.Converter)
 		}
 		defer func() {
-			if sc.reusable() {
-				p.scratch.Put(sc)
+			if c.Reusable() {
+				p.converters.Put(c)
 			}
 		}()
-		j, meta, err := sc.yamlToJSONMeta(data)
+		j, meta, err := c.ToJSON(data)
 		if err != nil {
 			line, msg := d.line, err.Error()
 			if m := yamlLine.FindStringSubmatch(msg); m != nil {
@@ -69,9 +71,9 @@ func (p *pipeline) decode(d doc) {
 		p.s.addDiagnostic(*dg)
 		return
 	}
-	if top.ok && top.kind != "List" {
+	if top.OK && top.Kind != "List" {
 		// The fast path read apiVersion and kind, and saw no items.
-		p.object(d, data, "", top.apiVersion, top.kind)
+		p.object(d, data, "", top.APIVersion, top.Kind)
 		return
 	}
 	var head struct {

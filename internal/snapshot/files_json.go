@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/hybridctl/hybridctl/internal/manifest"
 )
 
 // jsonSlack is what the reader lets the JSON decoder read past the cap
@@ -303,7 +305,7 @@ func (c *jsonCutter) object(line int) error {
 // the rest of it token by token.
 func (c *jsonCutter) rebuild(tok json.Token, depth int) (json.RawMessage, error) {
 	if depth > 1000 {
-		return nil, errTooDeep
+		return nil, manifest.ErrTooDeep
 	}
 	d, ok := tok.(json.Delim)
 	if !ok {

@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/hybridctl/hybridctl/internal/manifest"
 )
 
 // badYAML is a document yaml.v3 refuses.
@@ -17,7 +19,7 @@ const badYAML = "apiVersion: v1\nkind: Pod\nmetadata: {name: [unclosed\n"
 
 // manyFiles writes files of pods whose names say their file and line, of
 // varied sizes: some over the pooled size (maxPooled), one whose JSON is
-// over what a worker's scratch keeps (maxScratch), a document yaml.v3
+// over what a worker's converter keeps (manifest.MaxKept), a document yaml.v3
 // refuses in file 7 and one with a field of the wrong type in file 4. It
 // returns the directory and the two documents' first lines.
 func manyFiles(t *testing.T) (dir string, bad, wrongType int) {
@@ -46,7 +48,7 @@ func manyFiles(t *testing.T) (dir string, bad, wrongType int) {
 			case i == 20:
 				pad = strings.Repeat("y", maxPooled+100)
 			case f == 3 && i == 30:
-				pad = strings.Repeat("z", maxScratch+100)
+				pad = strings.Repeat("z", manifest.MaxKept+100)
 			}
 			fmt.Fprintf(&b, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: f%d-l%d-i%d\n  namespace: ns-%d\n  annotations: {pad: %s}\n  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: rs-%d, controller: true}]\nspec:\n  nodeName: node-%d\nstatus:\n  phase: Running\n",
 				f, line, i, i%7, pad, i%3, i%11)

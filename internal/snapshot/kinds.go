@@ -7,8 +7,11 @@ import (
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/hybridctl/hybridctl/internal/manifest"
 )
 
 // kindEntry is one kind the checks read: how a manifest names it, where it
@@ -256,6 +259,12 @@ func decodeConfigMap(s *Snapshot, _ Kind, data []byte, id identity) error {
 	case ns == KubeadmConfigNamespace && name == KubeadmConfigName:
 		if raw := v.Data["ClusterConfiguration"]; raw != "" {
 			cc = &ClusterConfiguration{}
+			// sigs.k8s.io/yaml expands aliases into JSON: the text may
+			// grow through them by at most its own size.
+			limit := int64(min(len(raw), manifest.MaxAliasExpansionPerDocument))
+			if err := manifest.CheckYAML([]byte(raw), &manifest.AliasBudget{PerDocument: limit, Total: limit}); err != nil {
+				return fmt.Errorf("data.ClusterConfiguration: %w", err)
+			}
 			if err := yaml.Unmarshal([]byte(raw), cc); err != nil {
 				return fmt.Errorf("data.ClusterConfiguration: %w", err)
 			}
@@ -275,9 +284,89 @@ func decodeConfigMap(s *Snapshot, _ Kind, data []byte, id identity) error {
 	return nil
 }
 
+// ownedPod is what the checks read of a pod a controller owns: its name
+// and namespace, its k8s-app label, its owner, its node and its status.
+// Decoding a pod into it skips the rest (most of a pod: its spec, its
+// other labels and annotations) without building anything of it.
+type ownedPod struct {
+	Metadata struct {
+		Name            string     `json:"name"`
+		Namespace       string     `json:"namespace,omitempty"`
+		Labels          appLabel   `json:"labels,omitempty"`
+		OwnerReferences []OwnerRef `json:"ownerReferences,omitempty"`
+	} `json:"metadata"`
+	Spec struct {
+		NodeName string `json:"nodeName,omitempty"`
+	} `json:"spec"`
+	Status PodStatus `json:"status"`
+}
+
+// appLabel is the k8s-app label of a labels object; the other labels are
+// skipped. Anything but an object (or null) of which k8s-app is a string
+// (or null) is an error, as it is for a map of strings.
+type appLabel string
+
+// UnmarshalJSONFrom reads a labels object, keeping k8s-app (the last one,
+// as a map keeps the last of two equal keys).
+func (a *appLabel) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return err
+	}
+	switch tok.Kind() {
+	case 'n':
+		return nil
+	case '{':
+	default:
+		return fmt.Errorf("labels: want an object, got %v", tok.Kind())
+	}
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		if name.String() != "k8s-app" {
+			if err := dec.SkipValue(); err != nil {
+				return err
+			}
+			continue
+		}
+		var v string
+		if err := jsonv2.UnmarshalDecode(dec, &v); err != nil {
+			return err
+		}
+		*a = appLabel(v)
+	}
+	_, err = dec.ReadToken()
+	return err
+}
+
+// decodeOwnedPod decodes data as a pod a controller owns; ok is false when
+// it is not one, or when what it reads does not decode.
+func decodeOwnedPod(data []byte) (p *Pod, ok bool) {
+	var op ownedPod
+	if jsonv2.Unmarshal(data, &op, jsonv1.DefaultOptionsV1()) != nil {
+		return nil, false
+	}
+	o := Meta{OwnerReferences: op.Metadata.OwnerReferences}.Controller()
+	if o == nil {
+		return nil, false
+	}
+	return &Pod{Namespace: op.Metadata.Namespace, Name: op.Metadata.Name, NodeName: op.Spec.NodeName, Owner: *o,
+		App: string(op.Metadata.Labels), Status: op.Status}, true
+}
+
 // decodePod stores a pod a controller owns as a Pod (its owner's status
-// is what the checks read) and a bare pod as a Workload of its own.
+// is what the checks read) and a bare pod as a Workload of its own. Of a
+// pod a controller owns only what the checks read is decoded
+// (decodeOwnedPod): a field of the wrong type elsewhere in it is not an
+// error. A bare pod, or a pod whose owned part does not decode, is
+// decoded whole.
 func decodePod(s *Snapshot, _ Kind, data []byte, id identity) error {
+	if sp, ok := decodeOwnedPod(data); ok {
+		s.addOwnedPod(sp)
+		return nil
+	}
 	// A pod a controller owns leaves nothing behind in p but what sp
 	// copies out of it, so p is zeroed and decodes the next pod.
 	p, _ := s.rawPods.Get().(*rawPod)

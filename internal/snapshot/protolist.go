@@ -59,32 +59,26 @@ func (s *Snapshot) listPodsProtobuf(ctx context.Context, rc rest.Interface, r re
 
 // podScratch holds what addPodProto decodes into, reused from pod to pod.
 type podScratch struct {
-	meta   metav1.ObjectMeta
-	status corev1.PodStatus
+	owners []OwnerRef
 	pod    corev1.Pod
 }
 
 // addPodProto stores one pod from its protobuf encoding. A pod a
-// controller owns needs only its metadata, spec.nodeName and status:
-// those are decoded and the rest of the spec (most of a pod: containers,
-// volumes, tolerations) is skipped; any other pod, or one whose encoding
-// is unusual (a part repeated), is decoded whole. TestTypedPodSameAsJSON
-// checks both against the JSON path.
+// controller owns needs only its name, namespace, k8s-app label, owner
+// references, spec.nodeName and part of its status: those are read from
+// the wire (protoMeta, specNodeName, protoStatus) and the rest (most of a
+// pod: containers, volumes, managed fields, annotations, conditions) is
+// skipped; any other pod, or one whose encoding is unusual (a part
+// repeated, a field of the wrong wire type), is decoded whole.
+// TestTypedPodSameAsJSON checks both against the JSON path,
+// FuzzAddPodProto the first against the second.
 func (s *Snapshot) addPodProto(item []byte, scratch *podScratch) error {
 	if meta, spec, status, ok := podParts(item); ok {
-		m := &scratch.meta
-		m.Reset()
-		if err := m.Unmarshal(meta); err != nil {
-			return fmt.Errorf("decode metadata: %w", err)
-		}
-		if o := typedController(m.OwnerReferences); o != nil {
-			if node, ok := specNodeName(spec); ok {
-				st := &scratch.status
-				st.Reset()
-				if err := st.Unmarshal(status); err != nil {
-					return fmt.Errorf("pod %s/%s: decode status: %w", m.Namespace, m.Name, err)
-				}
-				s.addOwnedPod(slimPod(m, node, st, o))
+		var sp Pod
+		if protoMeta(meta, &sp, &scratch.owners) {
+			if node, ok := specNodeName(spec); ok && protoStatus(status, &sp.Status) {
+				sp.NodeName = node
+				s.addOwnedPod(&sp)
 				return nil
 			}
 		}
@@ -135,6 +129,178 @@ func podParts(b []byte) (meta, spec, status []byte, ok bool) {
 		b = b[m:]
 	}
 	return meta, spec, status, true
+}
+
+// protoFields calls f with each field of a message's encoding; any
+// field f does not take (false) is skipped. It reports false when the
+// encoding is broken or f refused a field.
+func protoFields(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte) (taken, ok bool)) bool {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		var v []byte
+		m := 0
+		switch typ {
+		case protowire.BytesType:
+			v, m = protowire.ConsumeBytes(b)
+		case protowire.VarintType:
+			m = protowire.ConsumeFieldValue(num, typ, b)
+			v = b[:max(m, 0)]
+		default:
+			m = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if m < 0 {
+			return false
+		}
+		b = b[m:]
+		if taken, ok := f(num, typ, v); taken && !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// protoString is a string field's value; ok is false for another wire
+// type (which the generated decoder refuses).
+func protoString(typ protowire.Type, v []byte) (string, bool) {
+	return string(v), typ == protowire.BytesType
+}
+
+// protoBool is a bool field's value.
+func protoBool(typ protowire.Type, v []byte) (bool, bool) {
+	if typ != protowire.VarintType {
+		return false, false
+	}
+	x, n := protowire.ConsumeVarint(v)
+	return x != 0, n > 0
+}
+
+// protoMeta reads what the checks use of a pod's ObjectMeta encoding
+// into p (name 1, namespace 3, the k8s-app entry of labels 11) and, when
+// the owner references (13) name a controller, its reference; ok is false
+// when there is none or the encoding is not what the generated decoder
+// reads. Fields repeat as the generated decoder repeats them: the last
+// string wins, every reference counts.
+func protoMeta(b []byte, p *Pod, owners *[]OwnerRef) bool {
+	refs := (*owners)[:0]
+	defer func() { *owners = refs[:0] }()
+	ok := protoFields(b, func(num protowire.Number, typ protowire.Type, v []byte) (bool, bool) {
+		var ok bool
+		switch num {
+		case 1:
+			p.Name, ok = protoString(typ, v)
+		case 3:
+			p.Namespace, ok = protoString(typ, v)
+		case 11:
+			var key, val string
+			ok = typ == protowire.BytesType && protoFields(v, func(num protowire.Number, typ protowire.Type, v []byte) (bool, bool) {
+				var ok bool
+				switch num {
+				case 1:
+					key, ok = protoString(typ, v)
+				case 2:
+					val, ok = protoString(typ, v)
+				default:
+					return false, true
+				}
+				return true, ok
+			})
+			if key == "k8s-app" {
+				p.App = val
+			}
+		case 13:
+			var o OwnerRef
+			ok = typ == protowire.BytesType && protoFields(v, func(num protowire.Number, typ protowire.Type, v []byte) (bool, bool) {
+				var ok bool
+				switch num {
+				case 1:
+					o.Kind, ok = protoString(typ, v)
+				case 3:
+					o.Name, ok = protoString(typ, v)
+				case 5:
+					o.APIVersion, ok = protoString(typ, v)
+				case 6:
+					var c bool
+					c, ok = protoBool(typ, v)
+					o.Controller = &c
+				default:
+					return false, true
+				}
+				return true, ok
+			})
+			refs = append(refs, o)
+		default:
+			return false, true
+		}
+		return true, ok
+	})
+	if !ok {
+		return false
+	}
+	o := Meta{OwnerReferences: refs}.Controller()
+	if o == nil {
+		return false
+	}
+	p.Owner = *o
+	return true
+}
+
+// protoStatus reads what the checks use of a PodStatus encoding: its
+// phase (1) and, of each container status (8), the name (1), readiness
+// (4) and waiting state (2, its waiting 1: reason 1, message 2). A
+// message field that comes twice is merged, as the generated decoder
+// merges it.
+func protoStatus(b []byte, st *PodStatus) bool {
+	return protoFields(b, func(num protowire.Number, typ protowire.Type, v []byte) (bool, bool) {
+		var ok bool
+		switch num {
+		case 1:
+			st.Phase, ok = protoString(typ, v)
+		case 8:
+			var cs ContainerStatus
+			ok = typ == protowire.BytesType && protoFields(v, func(num protowire.Number, typ protowire.Type, v []byte) (bool, bool) {
+				var ok bool
+				switch num {
+				case 1:
+					cs.Name, ok = protoString(typ, v)
+				case 4:
+					cs.Ready, ok = protoBool(typ, v)
+				case 2:
+					ok = typ == protowire.BytesType && protoFields(v, func(num protowire.Number, typ protowire.Type, v []byte) (bool, bool) {
+						if num != 1 {
+							return false, true
+						}
+						if cs.State.Waiting == nil {
+							cs.State.Waiting = &ContainerWaiting{}
+						}
+						w := cs.State.Waiting
+						return true, typ == protowire.BytesType && protoFields(v, func(num protowire.Number, typ protowire.Type, v []byte) (bool, bool) {
+							var ok bool
+							switch num {
+							case 1:
+								w.Reason, ok = protoString(typ, v)
+							case 2:
+								w.Message, ok = protoString(typ, v)
+							default:
+								return false, true
+							}
+							return true, ok
+						})
+					})
+				default:
+					return false, true
+				}
+				return true, ok
+			})
+			st.ContainerStatuses = append(st.ContainerStatuses, cs)
+		default:
+			return false, true
+		}
+		return true, ok
+	})
 }
 
 // specNodeName reads spec.nodeName (PodSpec field 10) from a PodSpec's

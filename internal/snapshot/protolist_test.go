@@ -366,6 +366,17 @@ func FuzzAddPodProto(f *testing.F) {
 			Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{
 				{Name: "c", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "r", Message: "m"}}}}}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "bare"}, Spec: corev1.PodSpec{NodeName: "n"}},
+		// What a real pod carries besides: annotations, managed fields,
+		// several labels and owners, conditions, a running container.
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "q", UID: "u", ResourceVersion: "7", Labels: map[string]string{"app": "x", "k8s-app": "calico-node"},
+			Annotations:     map[string]string{"a": "b"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Node", Name: "n1"}, {APIVersion: "apps/v1", Kind: "DaemonSet", Name: "calico-node", Controller: &yes}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}}}},
+			Spec: corev1.PodSpec{NodeName: "w1"},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+				ContainerStatuses: []corev1.ContainerStatus{{Name: "c", Ready: true, Image: "i", ImageID: "d", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+					{Name: "d", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "two-owners", OwnerReferences: []metav1.OwnerReference{{Kind: "A", Name: "a"}, {Kind: "B", Name: "b"}}}},
 	} {
 		b, err := p.Marshal()
 		if err != nil {

@@ -69,3 +69,36 @@ func TestSlimPodsOrder(t *testing.T) {
 		t.Fatalf("without SlimPods: kept %q, dropped %d", names(), s.PodsDropped)
 	}
 }
+
+// TestLoadFilesSlimPods: lint's loader keeps only the owned pods a check
+// reads, whether their node comes before or after them in the input, and
+// counts the others; KeepAllPods keeps them all.
+func TestLoadFilesSlimPods(t *testing.T) {
+	pod := func(name, node string) string {
+		return fmt.Sprintf("---\napiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: ns, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: rs, controller: true}]}\nspec: {nodeName: %s}\nstatus: {phase: Running, containerStatuses: [{name: c, ready: true}]}\n", name, node)
+	}
+	node := func(name, os string) string {
+		return fmt.Sprintf("---\napiVersion: v1\nkind: Node\nmetadata: {name: %s, labels: {kubernetes.io/os: %s}}\n", name, os)
+	}
+	in := pod("before-linux", "l") + pod("before-windows", "w") + node("l", "linux") + node("w", "windows") +
+		pod("after-linux", "l") + pod("after-windows", "w") + pod("bare-pod-elsewhere", "x")
+	in += "---\napiVersion: v1\nkind: Pod\nmetadata: {name: bare, namespace: ns}\nspec: {nodeName: l}\n"
+	slim := load(t, FileOptions{}, "pods.yaml", in)
+	all := load(t, FileOptions{KeepAllPods: true}, "pods.yaml", in)
+	names := func(s *Snapshot) string {
+		var out []string
+		for _, p := range s.Pods {
+			out = append(out, p.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	if got := names(slim); got != "after-windows before-windows" || slim.PodsDropped != 3 {
+		t.Errorf("slim: kept %q, dropped %d", got, slim.PodsDropped)
+	}
+	if got := names(all); got != "after-linux after-windows bare-pod-elsewhere before-linux before-windows" || all.PodsDropped != 0 {
+		t.Errorf("all: kept %q, dropped %d", got, all.PodsDropped)
+	}
+	if slim.Len() != all.Len() || len(slim.Workloads) != 1 {
+		t.Errorf("Len %d and %d, %d workloads: every object counted, the bare pod a workload", slim.Len(), all.Len(), len(slim.Workloads))
+	}
+}

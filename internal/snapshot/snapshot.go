@@ -92,8 +92,9 @@ func (s *Snapshot) Len() int {
 // Windows manifest). The others, most pods of a healthy cluster, are
 // counted in PodsDropped. A pod on a node not decoded yet is kept until
 // DropUnreadPods, which the caller runs once every kind is in; pods
-// already held are dropped there too. doctor's live read uses it, so that
-// its memory does not grow with the healthy pods; lint keeps every pod.
+// already held are dropped there too. Both loaders use it (doctor's live
+// read, and lint's unless FileOptions.KeepAllPods), so that their memory
+// does not grow with the healthy pods.
 // TestSlimPodsSameFindings (internal/checks) requires every check's
 // findings to be the same either way on every check's fixtures.
 func (s *Snapshot) SlimPods() {

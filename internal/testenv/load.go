@@ -26,6 +26,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
+
+	"github.com/hybridctl/hybridctl/internal/manifest"
 )
 
 // Object is one fixture document with where it came from.
@@ -93,11 +95,11 @@ func ReadFile(path string) ([]Object, error) {
 // Parse splits data (named name in messages) into objects; see ReadDir.
 func Parse(name string, data []byte) ([]Object, error) {
 	var objs []Object
-	for _, d := range splitDocuments(data) {
-		src := fmt.Sprintf("%s:%d", name, d.line)
+	for _, d := range manifest.Documents(data) {
+		src := fmt.Sprintf("%s:%d", name, d.Line)
 		// Strict: a duplicate key (often a missing "---") is an error, not
 		// a silently overwritten field.
-		js, err := yaml.YAMLToJSONStrict(d.body)
+		js, err := yaml.YAMLToJSONStrict(d.Data)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", src, err)
 		}
@@ -135,42 +137,6 @@ func Parse(name string, data []byte) ([]Object, error) {
 		objs = append(objs, o)
 	}
 	return objs, nil
-}
-
-type document struct {
-	line int // first line with content, 1-based
-	body []byte
-}
-
-// splitDocuments splits a YAML stream at "---" lines and notes where each
-// document's content starts (after blank and comment lines).
-func splitDocuments(data []byte) []document {
-	var docs []document
-	var cur []byte
-	first := 0
-	flush := func() {
-		if first != 0 {
-			docs = append(docs, document{line: first, body: cur})
-		}
-		cur, first = nil, 0
-	}
-	for i, l := range bytes.SplitAfter(data, []byte("\n")) {
-		t := bytes.TrimRight(l, " \t\r\n")
-		if bytes.Equal(t, []byte("---")) || bytes.HasPrefix(t, []byte("--- ")) {
-			flush()
-			continue
-		}
-		c := bytes.TrimSpace(l)
-		if first == 0 && (len(c) == 0 || c[0] == '#') {
-			continue
-		}
-		if first == 0 {
-			first = i + 1
-		}
-		cur = append(cur, l...)
-	}
-	flush()
-	return docs
 }
 
 func checkIdentity(o Object) error {

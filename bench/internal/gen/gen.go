@@ -14,10 +14,45 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/hybridctl/hybridctl/internal/manifest"
 )
 
 // ToJSON rewrites every YAML file in dir as a JSON List.
 func ToJSON(dir string) error {
+	return rewrite(dir, ".json", func(items [][]byte) ([]byte, error) {
+		out := []byte(`{"apiVersion":"v1","kind":"List","items":[`)
+		for i, it := range items {
+			if i > 0 {
+				out = append(out, ',', '\n')
+			}
+			out = append(out, it...)
+		}
+		return append(out, "]}\n"...), nil
+	})
+}
+
+// ToBlock rewrites every YAML file in dir as one List in block style, the
+// way kubectl get -A -o yaml prints it: through sigs.k8s.io/yaml, as
+// kubectl does (keys sorted, "- " at the key's indentation, long strings
+// folded over several lines, multi-line strings as literal blocks).
+func ToBlock(dir string) error {
+	return rewrite(dir, ".yaml", func(items [][]byte) ([]byte, error) {
+		list := []byte(`{"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":""},"items":[`)
+		for i, it := range items {
+			if i > 0 {
+				list = append(list, ',')
+			}
+			list = append(list, it...)
+		}
+		list = append(list, "]}"...)
+		return yaml.JSONToYAML(list)
+	})
+}
+
+// rewrite replaces each YAML file in dir by a file with extension ext
+// holding what write makes of its documents (as JSON).
+func rewrite(dir, ext string, write func(items [][]byte) ([]byte, error)) error {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		return err
@@ -28,30 +63,25 @@ func ToJSON(dir string) error {
 			return err
 		}
 		var items [][]byte
-		for _, d := range strings.Split(string(b), "\n---\n") {
-			d = strings.TrimPrefix(d, "---\n")
-			if strings.TrimSpace(d) == "" {
-				continue
-			}
-			j, err := yaml.YAMLToJSON([]byte(d))
+		for _, d := range manifest.Documents(b) {
+			j, err := yaml.YAMLToJSON(d.Data)
 			if err != nil {
 				return fmt.Errorf("%s: %w", f, err)
 			}
 			items = append(items, j)
 		}
-		out := []byte(`{"apiVersion":"v1","kind":"List","items":[`)
-		for i, it := range items {
-			if i > 0 {
-				out = append(out, ',', '\n')
+		out, err := write(items)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		name := strings.TrimSuffix(f, ".yaml") + ext
+		if err := os.WriteFile(name, out, 0o644); err != nil {
+			return err
+		}
+		if name != f {
+			if err := os.Remove(f); err != nil {
+				return err
 			}
-			out = append(out, it...)
-		}
-		out = append(out, "]}\n"...)
-		if err := os.WriteFile(strings.TrimSuffix(f, ".yaml")+".json", out, 0o644); err != nil {
-			return err
-		}
-		if err := os.Remove(f); err != nil {
-			return err
 		}
 	}
 	return nil
@@ -445,6 +475,7 @@ metadata:
   name: node-agent-%[1]d
   namespace: kube-system
   labels: {app: node-agent}
+  annotations: {node-agent.example.com/description: "collects the metrics and logs of node %[2]d for the fleet dashboard; owned by the platform team, paged through its on-call rotation"}
   ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: node-agent, controller: true, blockOwnerDeletion: true, uid: "00000000-0000-0000-0000-000000000000"}]
 spec:
   nodeName: node-%[2]d

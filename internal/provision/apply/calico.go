@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"github.com/hybridctl/hybridctl/internal/manifest"
 	"github.com/hybridctl/hybridctl/internal/provision"
 	"github.com/hybridctl/hybridctl/internal/render"
 )
@@ -80,11 +81,12 @@ func (p *calicoPhase) Run(ctx context.Context, _ provision.Host) error {
 	if err != nil {
 		return err
 	}
+	var aliases manifest.AliasBudget
 	for _, src := range []struct {
 		name string
 		data []byte
 	}{{"Calico CRDs", m.CRDs}, {render.OperatorManifest, m.Operator}} {
-		objs, err := decodeDocs(src.name, src.data)
+		objs, err := decodeDocs(src.name, src.data, &aliases)
 		if err != nil {
 			return err
 		}
@@ -99,7 +101,7 @@ func (p *calicoPhase) Run(ctx context.Context, _ provision.Host) error {
 		if err != nil {
 			return err
 		}
-		objs, err := decodeDocs(path, f.Data)
+		objs, err := decodeDocs(path, f.Data, &aliases)
 		if err != nil {
 			return err
 		}

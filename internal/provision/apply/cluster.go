@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/hybridctl/hybridctl/internal/bundle"
+	"github.com/hybridctl/hybridctl/internal/manifest"
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/provision"
 )
@@ -181,12 +182,13 @@ func (p *addonsPhase) Run(ctx context.Context, _ provision.Host) error {
 	if err != nil {
 		return err
 	}
+	var aliases manifest.AliasBudget
 	for _, ad := range p.addons {
 		data, err := ad.load(ctx)
 		if err != nil {
 			return fmt.Errorf("%s: %w", ad.Name, err)
 		}
-		objs, err := decodeDocs(ad.source(), data)
+		objs, err := decodeDocs(ad.source(), data, &aliases)
 		if err != nil {
 			return fmt.Errorf("%s: %w", ad.Name, err)
 		}

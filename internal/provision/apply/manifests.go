@@ -3,6 +3,7 @@ package apply
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,14 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
 
 	"github.com/hybridctl/hybridctl/internal/kubeconfig"
+	"github.com/hybridctl/hybridctl/internal/manifest"
 	"github.com/hybridctl/hybridctl/internal/provision"
 )
 
@@ -48,12 +50,13 @@ func (p *manifestPhase) Waits() []string { return p.after }
 func (p *manifestPhase) objects() ([]*unstructured.Unstructured, []string, error) {
 	var objs []*unstructured.Unstructured
 	var where []string
+	var aliases manifest.AliasBudget
 	for _, path := range p.paths {
 		f, err := p.files.get(path)
 		if err != nil {
 			return nil, nil, err
 		}
-		docs, err := decodeDocs(path, f.Data)
+		docs, err := decodeDocs(path, f.Data, &aliases)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -65,27 +68,50 @@ func (p *manifestPhase) objects() ([]*unstructured.Unstructured, []string, error
 	return objs, where, nil
 }
 
-// decodeDocs decodes the YAML (or JSON) documents of one file, naming the
-// file and document in errors; empty documents are skipped.
-func decodeDocs(name string, data []byte) ([]*unstructured.Unstructured, error) {
+// decodeDocs decodes the YAML documents (or the stream of JSON objects)
+// of one file, naming the file and document in errors; empty documents are
+// skipped. YAML aliases are charged to aliases (the budget of everything
+// one phase reads) before anything expands them.
+func decodeDocs(name string, data []byte, aliases *manifest.AliasBudget) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for i := 1; ; i++ {
-		var m map[string]any
-		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
-			return out, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
-		}
+	add := func(i int, m map[string]any) error {
 		if len(m) == 0 {
-			continue
+			return nil
 		}
 		u := &unstructured.Unstructured{Object: m}
 		if u.GetKind() == "" || u.GetName() == "" {
-			return nil, fmt.Errorf("%s: document %d has no kind or name", name, i)
+			return fmt.Errorf("%s: document %d has no kind or name", name, i)
 		}
 		out = append(out, u)
+		return nil
 	}
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		for i := 1; ; i++ {
+			var m map[string]any
+			if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+				return out, nil
+			} else if err != nil {
+				return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
+			}
+			if err := add(i, m); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := manifest.CheckYAML(data, aliases); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	for _, d := range manifest.Documents(data) {
+		var m map[string]any
+		if err := yaml.Unmarshal(d.Data, &m); err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", name, d.Number, err)
+		}
+		if err := add(d.Number, m); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func describeObject(u *unstructured.Unstructured) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hybridctl/hybridctl/internal/kubeconfig"
+	"github.com/hybridctl/hybridctl/internal/manifest"
 	"github.com/hybridctl/hybridctl/internal/provision"
 )
 
@@ -55,16 +57,45 @@ users:
 // place in it.
 func TestDecodeDocsNamesTheDocument(t *testing.T) {
 	const data = "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\n"
-	objs, err := decodeDocs("calico.yaml", []byte(data))
+	objs, err := decodeDocs("calico.yaml", []byte(data), &manifest.AliasBudget{})
 	if err == nil || err.Error() != "calico.yaml: document 2 has no kind or name" || objs != nil {
 		t.Fatalf("decodeDocs: %v, %d objects", err, len(objs))
 	}
-	objs, err = decodeDocs("ok.yaml", []byte("---\n{apiVersion: v1, kind: Namespace, metadata: {name: a}}\n---\n"))
+	objs, err = decodeDocs("ok.yaml", []byte("---\n{apiVersion: v1, kind: Namespace, metadata: {name: a}}\n---\n"), &manifest.AliasBudget{})
 	if err != nil || len(objs) != 1 || objs[0].GetName() != "a" {
 		t.Fatalf("decodeDocs: %v, %v", err, objs)
 	}
-	if _, err = decodeDocs("bad.yaml", []byte("kind: A\nmetadata: {name: a}\n---\n[1, 2\n")); err == nil || !strings.HasPrefix(err.Error(), "bad.yaml: document 2: ") {
+	if _, err = decodeDocs("bad.yaml", []byte("kind: A\nmetadata: {name: a}\n---\n[1, 2\n"), &manifest.AliasBudget{}); err == nil || !strings.HasPrefix(err.Error(), "bad.yaml: document 2: ") {
 		t.Errorf("decodeDocs of a broken second document: %v", err)
+	}
+}
+
+// TestDecodeDocsAliases: aliases are measured before the decoder expands
+// them, per document and over every file one phase reads; the error names
+// the file, the document and the line. Both sides of each limit.
+func TestDecodeDocsAliases(t *testing.T) {
+	cm := func(name string, grow int) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\ndata:\n  a: &a %s\n  b: *a\n", name, strings.Repeat("y", grow-3))
+	}
+	var b manifest.AliasBudget
+	objs, err := decodeDocs("a.yaml", []byte(cm("a", manifest.MaxAliasExpansionPerDocument)), &b)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("at the per-document limit: %v", err)
+	}
+	_, err = decodeDocs("b.yaml", []byte(cm("b", 10)+"---\n"+cm("c", manifest.MaxAliasExpansionPerDocument+1)), &manifest.AliasBudget{})
+	if err == nil || err.Error() != "b.yaml: document 2, line 13: aliases expand this document by more than 1 MiB, the most one document may grow through aliases" {
+		t.Fatalf("past the per-document limit: %v", err)
+	}
+	// One phase's files share a budget: 150 bytes fill it exactly.
+	phase := &manifest.AliasBudget{PerDocument: 100, Total: 150}
+	if _, err := decodeDocs("1.yaml", []byte(cm("d", 100)), phase); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decodeDocs("2.yaml", []byte(cm("e", 50)), phase); err != nil {
+		t.Fatalf("filling the phase's budget: %v", err)
+	}
+	if _, err := decodeDocs("3.yaml", []byte(cm("f", 3)), phase); err == nil || !strings.HasPrefix(err.Error(), "3.yaml: document 1, line 6: aliases expand the input by more than 150 bytes") {
+		t.Fatalf("past the phase's budget: %v", err)
 	}
 }
 

@@ -1,25 +1,24 @@
-package snapshot
+package manifest
 
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 )
 
-// The fast path of yamlToJSON. Most manifests use a small part of YAML:
+// The fast path of ToJSON. Most manifests use a small part of YAML:
 // block mappings and sequences, one-line flow collections, plain and
 // quoted one-line scalars and literal block scalars, in printable ASCII.
-// fastYAMLToJSON converts exactly that part, straight from the lines to
+// fastToJSON converts exactly that part, straight from the lines to
 // JSON, with no token stream and no node tree (yaml.v3's parser is most of
 // lint's time otherwise). On anything else it gives up (ok false) before
-// deciding anything, and yamlToJSON parses the document with yaml.v3, so
+// deciding anything, and ToJSON parses the document with yaml.v3, so
 // errors and their lines always come from yaml.v3. What it accepts it
-// writes byte for byte as the yaml.v3 path does: FuzzYAMLFast checks that
-// on every input it accepts.
+// writes byte for byte as the yaml.v3 path does (FuzzYAMLFast checks that on
+// every input it accepts), and it means what sigs.k8s.io/yaml, Kubernetes'
+// own reader, makes of the same text (FuzzToJSONOracle).
 
 // fastMaxDepth bounds the nesting the fast path follows; deeper documents
 // go to yaml.v3.
@@ -39,15 +38,7 @@ type fastParser struct {
 	depth int
 	// The top-level mapping's apiVersion and kind, read on the way.
 	root bool // the next mapping is the top-level one
-	top  typeMeta
-}
-
-// typeMeta is a document's apiVersion and kind as JSON would decode them
-// into strings; ok is false when that needs encoding/json (a value that
-// is not a string, a key that differs only in case, "items").
-type typeMeta struct {
-	apiVersion, kind string
-	ok               bool
+	top  TypeMeta
 }
 
 // note records a top-level key and its value (the JSON written since at).
@@ -61,36 +52,24 @@ func (p *fastParser) note(k string, at int) {
 			// A string writeString wrote without escapes.
 			s = string(v[1 : len(v)-1])
 		case len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil:
-			p.top.ok = false
+			p.top.OK = false
 			return
 		}
 		if k == "kind" {
-			p.top.kind = s
+			p.top.Kind = s
 		} else {
-			p.top.apiVersion = s
+			p.top.APIVersion = s
 		}
 	case strings.EqualFold(k, "apiVersion") || strings.EqualFold(k, "kind") || strings.EqualFold(k, "items"):
-		p.top.ok = false
+		p.top.OK = false
 	}
 }
 
-// fastYAMLToJSON writes doc as JSON into b and reports whether it could;
-// when not, b holds garbage and the caller uses yaml.v3.
-func fastYAMLToJSON(doc []byte, b *bytes.Buffer) bool {
-	_, ok := fastYAMLToJSONMeta(doc, b)
-	return ok
-}
-
-// fastYAMLToJSONMeta is fastYAMLToJSON that also returns the document's
-// apiVersion and kind when it is a mapping (typeMeta.ok).
-func fastYAMLToJSONMeta(doc []byte, b *bytes.Buffer) (top typeMeta, ok bool) {
-	var lines []fastLine
-	return fastYAMLToJSONLines(doc, b, &lines)
-}
-
-// fastYAMLToJSONLines is fastYAMLToJSONMeta that keeps the document's lines
-// in *lines, whose storage it reuses.
-func fastYAMLToJSONLines(doc []byte, b *bytes.Buffer, lines *[]fastLine) (top typeMeta, ok bool) {
+// fastToJSON writes doc as JSON into b and reports whether it could; when
+// not, b holds garbage and the caller uses yaml.v3. It also returns the
+// document's apiVersion and kind when it is a mapping (TypeMeta.OK). The
+// document's lines are kept in *lines, whose storage it reuses.
+func fastToJSON(doc []byte, b *bytes.Buffer, lines *[]fastLine) (top TypeMeta, ok bool) {
 	if len(doc) == 0 || doc[len(doc)-1] != '\n' {
 		return top, false // the cutter ends every document with a line break
 	}
@@ -209,7 +188,7 @@ func (p *fastParser) mapping(col int) bool {
 	root := p.root
 	p.root = false
 	if root {
-		p.top.ok = true
+		p.top.OK = true
 	}
 	p.b.WriteByte('{')
 	for first := true; ; first = false {
@@ -304,6 +283,7 @@ func (p *fastParser) isKeyLine(t []byte) bool {
 // after the colon leaves rest empty.
 func (p *fastParser) key(t []byte) (key string, rest []byte, ok bool) {
 	var after []byte
+	plain := false
 	switch t[0] {
 	case '"', '\'':
 		var n int
@@ -339,10 +319,16 @@ func (p *fastParser) key(t []byte) (key string, rest []byte, ok bool) {
 		if len(k) > 1000 || bytes.Contains(k, []byte(" #")) {
 			return "", nil, false
 		}
-		key, after = string(k), t[i+1:]
+		key, after, plain = string(k), t[i+1:], true
 	}
 	if key == "<<" {
 		return "", nil, false // a merge key
+	}
+	if plain {
+		// A plain key resolves like a value: "on" is the key "true".
+		if key, ok = plainKey(key); !ok {
+			return "", nil, false
+		}
 	}
 	if len(after) > 0 && after[0] != ' ' {
 		return "", nil, false
@@ -391,6 +377,9 @@ func (p *fastParser) inline(t []byte, col int) bool {
 		return ok && restOK(t[n:])
 	case '"', '\'':
 		s, n, ok := quoted(t)
+		if !ok && t[0] == '\'' {
+			return p.foldSingle(t, col)
+		}
 		if !ok || !restOK(t[n:]) {
 			return false
 		}
@@ -403,15 +392,116 @@ func (p *fastParser) inline(t []byte, col int) bool {
 		return false
 	}
 	v := t
+	comment := false
 	if i := bytes.Index(v, []byte(" #")); i >= 0 {
-		v = v[:i]
+		v, comment = v[:i], true
 	}
 	v = bytes.TrimRight(v, " ")
 	if bytes.Contains(v, []byte(": ")) || v[len(v)-1] == ':' {
 		return false
 	}
-	writePlain(p.b, string(v))
-	return true
+	if !comment {
+		// The lines after it that are more indented than the collection
+		// continue it (a comment ends it: more lines then are the error
+		// after reports).
+		folded, ok := p.foldPlain(v, col)
+		if !ok {
+			return false
+		}
+		v = folded
+	}
+	return writePlain(p.b, string(v))
+}
+
+// foldPlain appends to the first line of a plain scalar (v) its
+// continuation lines: those after it more indented than col, and the
+// empty lines between them, folded as YAML folds them (a line break
+// between two lines is a space, each empty line a line break). It gives
+// up on a continuation line that could be read as anything else.
+func (p *fastParser) foldPlain(v []byte, col int) ([]byte, bool) {
+	j, empty := p.i, 0
+	var out []byte
+	for ; j < len(p.lines); j++ {
+		l := p.lines[j]
+		if len(l.text) == 0 {
+			empty++
+			continue
+		}
+		if l.indent <= col || l.text[0] == '#' {
+			break
+		}
+		t := bytes.TrimRight(l.text, " ")
+		if !plainStart(t) || t[0] == '-' || bytes.Contains(t, []byte(": ")) || bytes.Contains(t, []byte(" #")) || t[len(t)-1] == ':' {
+			return nil, false
+		}
+		if out == nil {
+			out = append(out, v...)
+		}
+		if empty > 0 {
+			out = append(out, bytes.Repeat([]byte{'\n'}, empty)...)
+		} else {
+			out = append(out, ' ')
+		}
+		out = append(out, t...)
+		empty = 0
+		p.i = j + 1
+	}
+	if out == nil {
+		return v, true
+	}
+	return out, true
+}
+
+// foldSingle reads a single-quoted scalar that does not end on its first
+// line (t): its lines up to the closing quote, the others more indented
+// than col (or empty), folded as YAML folds them.
+func (p *fastParser) foldSingle(t []byte, col int) bool {
+	var s []byte
+	line, empty := t[1:], 0
+	for first := true; ; first = false {
+		if !first {
+			if p.i >= len(p.lines) {
+				return false
+			}
+			l := p.lines[p.i]
+			p.i++
+			if len(l.text) == 0 {
+				empty++
+				continue
+			}
+			if l.indent <= col {
+				return false
+			}
+			if empty > 0 {
+				s = append(s, bytes.Repeat([]byte{'\n'}, empty)...)
+			} else {
+				s = append(s, ' ')
+			}
+			// A line's leading spaces are not content (l.text starts
+			// after them).
+			empty, line = 0, l.text
+		}
+		// The line up to its closing quote ('' is a quote).
+		for i := 0; i < len(line); i++ {
+			if line[i] != '\'' {
+				continue
+			}
+			if i+1 < len(line) && line[i+1] == '\'' {
+				s = append(s, line[:i+1]...)
+				line = line[i+2:]
+				i = -1
+				continue
+			}
+			if !restOK(line[i+1:]) {
+				return false
+			}
+			writeString(p.b, string(append(s, line[:i]...)))
+			return true
+		}
+		// A line's trailing spaces are not content when a line break
+		// follows.
+		s = append(s, bytes.TrimRight(line, " ")...)
+	}
 }
 
 // literal reads a literal block scalar ("|" or "|-") whose content is on
@@ -497,6 +587,9 @@ func (p *fastParser) flow(t []byte, i int) (int, bool) {
 				var v []byte
 				v, i, ok = flowPlain(t, i)
 				k = string(v)
+				if ok && k != "<<" {
+					k, ok = plainKey(k)
+				}
 			}
 			if !ok || k == "<<" || i+1 >= len(t) || t[i] != ':' || t[i+1] != ' ' {
 				return 0, false
@@ -553,8 +646,7 @@ func (p *fastParser) flowValue(t []byte, i int) (int, bool) {
 	if k := skipSpaces(t, j); k < len(t) && t[k] == ':' {
 		return 0, false
 	}
-	writePlain(p.b, string(v))
-	return j, true
+	return j, writePlain(p.b, string(v))
 }
 
 // flowPlain reads a plain scalar inside a flow collection: it ends before
@@ -688,214 +780,17 @@ func quotedDouble(t []byte) (string, int, bool) {
 	return "", 0, false
 }
 
-// writePlain writes an untagged plain scalar as yaml.v3 resolves it and
-// the yaml.v3 path writes it.
-func writePlain(b *bytes.Buffer, v string) {
-	writeScalar(b, resolvePlain(v), v, true)
+// writePlain writes an untagged plain scalar as JSON; it gives up on a
+// value JSON cannot hold, whose error is the yaml.v3 path's to report.
+func writePlain(b *bytes.Buffer, v string) bool {
+	r, _ := resolve("", v, true)
+	return writeValue(b, r, v) == nil
 }
 
-// resolvePlain is the tag yaml.v3 (resolve.go) gives an untagged plain
-// scalar.
-func resolvePlain(in string) string {
-	if in == "" {
-		return "!!null"
-	}
-	switch c := in[0]; {
-	case c == '+' || c == '-' || (c >= '0' && c <= '9'):
-	case c == '.':
-		switch in {
-		case ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF":
-			return "!!float"
-		}
-		if _, err := strconv.ParseFloat(in, 64); err == nil {
-			return "!!float"
-		}
-		return "!!str"
-	case strings.IndexByte("yYnNtTfFoO~", c) >= 0:
-		switch in {
-		case "true", "True", "TRUE", "false", "False", "FALSE":
-			return "!!bool"
-		case "~", "null", "Null", "NULL":
-			return "!!null"
-		}
-		return "!!str"
-	default:
-		return "!!str"
-	}
-	switch in {
-	case "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF":
-		return "!!float"
-	}
-	if isTimestamp(in) {
-		return "!!timestamp"
-	}
-	if !numeric(in) {
-		// None of the parses below can succeed (and each failure
-		// allocates its error): "100m", "10.0.26100.1", "app-0".
-		return "!!str"
-	}
-	plain := strings.ReplaceAll(in, "_", "")
-	if _, err := strconv.ParseInt(plain, 0, 64); err == nil {
-		return "!!int"
-	}
-	if _, err := strconv.ParseUint(plain, 0, 64); err == nil {
-		return "!!int"
-	}
-	if yamlStyleFloat(plain) {
-		if _, err := strconv.ParseFloat(plain, 64); err == nil {
-			return "!!float"
-		}
-	}
-	for _, p := range [...]struct {
-		prefix string
-		base   int
-	}{{"0b", 2}, {"-0b", 2}, {"0o", 8}, {"-0o", 8}} {
-		if !strings.HasPrefix(plain, p.prefix) {
-			continue
-		}
-		digits := plain[len(p.prefix):]
-		if p.prefix[0] == '-' {
-			digits = "-" + digits
-		}
-		if _, err := strconv.ParseInt(digits, p.base, 64); err == nil {
-			return "!!int"
-		}
-		if p.prefix[0] != '-' {
-			if _, err := strconv.ParseUint(digits, p.base, 64); err == nil {
-				return "!!int"
-			}
-		}
-		break
-	}
-	return "!!str"
-}
-
-// numeric reports whether every byte of s can occur in a number the
-// parses of resolvePlain accept: digits (hexadecimal too), signs, '.',
-// '_', and the base prefixes' x, o and b.
-func numeric(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= '0' && c <= '9', c >= 'a' && c <= 'f', c >= 'A' && c <= 'F':
-		case c == 'x', c == 'X', c == 'o', c == 'O', c == '+', c == '-', c == '.', c == '_':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// yamlStyleFloat matches ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$
-// (yaml.v3's float pattern) without a regular expression.
-func yamlStyleFloat(s string) bool {
-	i := 0
-	if i < len(s) && (s[i] == '-' || s[i] == '+') {
-		i++
-	}
-	digits := func() int {
-		j := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		return i - j
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		if digits() == 0 {
-			return false
-		}
-	} else {
-		if digits() == 0 {
-			return false
-		}
-		if i < len(s) && s[i] == '.' {
-			i++
-			digits()
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '-' || s[i] == '+') {
-			i++
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	return i == len(s)
-}
-
-// The timestamp formats yaml.v3 tries on a plain scalar (resolve.go).
-var timestampFormats = [...]string{
-	"2006-1-2T15:4:5.999999999Z07:00",
-	"2006-1-2t15:4:5.999999999Z07:00",
-	"2006-1-2 15:4:5.999999999",
-	"2006-1-2",
-}
-
-func isTimestamp(s string) bool {
-	i := 0
-	for ; i < len(s); i++ {
-		if c := s[i]; c < '0' || c > '9' {
-			break
-		}
-	}
-	if i != 4 || i == len(s) || s[i] != '-' {
-		return false
-	}
-	for _, f := range timestampFormats {
-		if _, err := time.Parse(f, s); err == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// writeScalar writes a scalar of the given short tag as JSON; plain is
-// whether it was unquoted (YAML 1.1 booleans). Both paths use it.
-func writeScalar(b *bytes.Buffer, tag, v string, plain bool) {
-	switch tag {
-	case "!!null":
-		b.WriteString("null")
-	case "!!bool":
-		switch strings.ToLower(v) {
-		case "true", "yes", "on", "y":
-			b.WriteString("true")
-		default:
-			b.WriteString("false")
-		}
-	case "!!int":
-		i, err := strconv.ParseInt(strings.ReplaceAll(v, "_", ""), 0, 64)
-		if err != nil {
-			u, uerr := strconv.ParseUint(strings.ReplaceAll(v, "_", ""), 0, 64)
-			if uerr != nil {
-				writeString(b, v)
-				return
-			}
-			b.WriteString(strconv.FormatUint(u, 10))
-			return
-		}
-		b.WriteString(strconv.FormatInt(i, 10))
-	case "!!float":
-		f, err := strconv.ParseFloat(strings.ReplaceAll(v, "_", ""), 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			writeString(b, v)
-			return
-		}
-		b.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
-	case "!!str":
-		if plain {
-			switch v {
-			case "yes", "Yes", "YES", "on", "On", "ON", "y", "Y":
-				b.WriteString("true")
-				return
-			case "no", "No", "NO", "off", "Off", "OFF", "n", "N":
-				b.WriteString("false")
-				return
-			}
-		}
-		writeString(b, v)
-	default:
-		writeString(b, v)
-	}
+// plainKey is the JSON name of a plain mapping key; it gives up on a key
+// JSON cannot name.
+func plainKey(k string) (string, bool) {
+	r, _ := resolve("", k, true)
+	s, err := keyString(r, k)
+	return s, err == nil
 }

@@ -1,4 +1,4 @@
-package render
+package manifest
 
 import (
 	"encoding/json"
@@ -9,12 +9,12 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// jsonNode builds the YAML node tree of one JSON value (json.Marshal's
-// output) as yaml.Unmarshal would from the same text, without running the
-// YAML parser over it (most of render's time otherwise): objects and
-// arrays in flow style, strings double-quoted, numbers, booleans and null
-// with the tags YAML resolves them to. FuzzJSONNode compares the two.
-func jsonNode(b []byte) (*yaml.Node, error) {
+// JSONNode builds the YAML node tree of one JSON value (json.Marshal's
+// output) as yaml.v3's parser would from the same text, without running
+// it (most of render's time otherwise): objects and arrays in flow style,
+// strings double-quoted, numbers, booleans and null with the tags YAML
+// resolves them to. FuzzJSONNode compares the two.
+func JSONNode(b []byte) (*yaml.Node, error) {
 	p := jsonParser{b: b}
 	n, err := p.value(0)
 	if err != nil {
@@ -134,11 +134,14 @@ func (p *jsonParser) value(depth int) (*yaml.Node, error) {
 		case "null":
 			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: v}, nil
 		}
-		if _, err := strconv.ParseFloat(v, 64); err != nil || !isJSONNumber(v) {
+		if !IsJSONNumber(v) {
 			return nil, fmt.Errorf("offset %d: %q is not a JSON value", j-len(v), v)
 		}
 		tag := "!!float"
-		if _, err := strconv.ParseInt(v, 0, 64); err == nil {
+		if _, err := strconv.ParseFloat(v, 64); err != nil {
+			// Past float64's range: yaml.v3 resolves it to a string.
+			tag = "!!str"
+		} else if _, err := strconv.ParseInt(v, 0, 64); err == nil {
 			tag = "!!int"
 		} else if _, err := strconv.ParseUint(v, 0, 64); err == nil {
 			tag = "!!int"
@@ -175,8 +178,8 @@ func (p *jsonParser) str() (*yaml.Node, error) {
 	return nil, errors.New("unexpected end of JSON in a string")
 }
 
-// isJSONNumber: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?
-func isJSONNumber(s string) bool {
+// IsJSONNumber reports whether s is a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?
+func IsJSONNumber(s string) bool {
 	i := 0
 	if i < len(s) && s[i] == '-' {
 		i++
