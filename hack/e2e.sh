@@ -85,7 +85,10 @@ else
 	"$lab" build hybridctl lab-programs
 fi
 hybridctl=$("$lab" path hybridctl)
-kubectl_bin=$("$lab" path kubectl)
+# The spec's Kubernetes version (v1.37.2, or v1.36.3 for the lab at the
+# previous minor): the assertions and kubectl follow it.
+k8s_version=$("$hybridctl" plan -f "$spec" -o json | jq -r .kubernetesVersion)
+kubectl_bin=$("$lab" path --kubernetes-version "$k8s_version" kubectl)
 
 # shellcheck disable=SC2317 # called by the trap
 cleanup() {
@@ -189,7 +192,7 @@ check "the nodes are the spec's: $(echo "$names" | tr '\n' ' ')" \
 for n in $names; do
 	node=$(jq --arg n "$n" '.items[] | select(.metadata.name == $n)' <<<"$nodes")
 	check "$n Ready" test "$(jq -r '.status.conditions[]? | select(.type == "Ready") | .status' <<<"$node")" = True
-	check "$n kubelet v1.37.2" test "$(jq -r .status.nodeInfo.kubeletVersion <<<"$node")" = v1.37.2
+	check "$n kubelet $k8s_version" test "$(jq -r .status.nodeInfo.kubeletVersion <<<"$node")" = "$k8s_version"
 	want=$(jq -c --arg n "$n" '[.nodes[] | select(.name == $n) | .taints[]? | {key, effect}] | sort' <<<"$plan")
 	# The node lifecycle controller's own taints (node.kubernetes.io/*) are
 	# not the spec's; a NotReady node fails the check above.
