@@ -128,6 +128,17 @@ node_ssh() { # node_ssh NODE COMMAND: COMMAND as root on the node
 		-o ConnectTimeout=10 "$user@$addr" "sudo sh -c $(printf %q "$2")"
 }
 # shellcheck disable=SC2317 # called through check
+in_cidr() { # in_cidr ADDRESS CIDR: the IPv4 address is in the CIDR
+	local a b c d n bits ip net mask
+	IFS=. read -r a b c d <<<"$1" || return 1
+	ip=$(((a << 24) | (b << 16) | (c << 8) | d))
+	n=${2%/*} bits=${2#*/}
+	IFS=. read -r a b c d <<<"$n" || return 1
+	net=$(((a << 24) | (b << 16) | (c << 8) | d))
+	mask=$(((0xffffffff << (32 - bits)) & 0xffffffff))
+	[ -n "$1" ] && [ $((ip & mask)) = $((net & mask)) ]
+}
+# shellcheck disable=SC2317 # called through check
 has_labels() { # has_labels NODE-JSON WANT-JSON: every wanted label on the node
 	# shellcheck disable=SC2016 # jq's own variables
 	jq -e --argjson want "$2" '.metadata.labels as $l | $want | to_entries | all($l[.key] == .value)' <<<"$1" >/dev/null
@@ -281,6 +292,7 @@ approver=$(kubectl create --dry-run=client -f "$out/render/cluster/csr-approver.
 	jq -r '(.items // [.])[] | select(.kind == "Deployment") | "\(.metadata.namespace) \(.metadata.name)"')
 read -r approver_ns approver_name <<<"$approver"
 check "the in-cluster approver runs" kubectl -n "$approver_ns" rollout status "deployment/$approver_name" --timeout=5m
+old_cidr=$(kubectl get node "$victim" -o jsonpath='{.spec.podCIDR}' || true)
 "$hybridctl" reset -f "$spec" "${reset_flags[@]}" --node "$victim" --yes -o json >"$out/reset-victim.json" || true
 events <"$out/reset-victim.json"
 check "$victim reset and removed" test "$(kubectl get node "$victim" -o name 2>/dev/null)" = ""
@@ -299,6 +311,50 @@ done
 check "$victim's new serving CSR approved without apply's approval phase" test "$approved" -gt 0
 check "the approver's log names $victim" sh -c "'$kubectl_bin' --kubeconfig '$kubeconfig' --context '$cluster' -n '$approver_ns' logs 'deployment/$approver_name' | grep -q '$victim'"
 check "$victim Ready again" kubectl wait --for=condition=Ready "node/$victim" --timeout=5m
+
+stage "the pod network after $victim left and joined again (node churn)"
+# The controller manager gives the joined node a podCIDR again, usually
+# another one: the other nodes must route it at once (podnet watches the
+# Nodes), and on the node the CNI configuration is rewritten and the bridge
+# moves to the new gateway, so a pod there starts and talks across nodes.
+new_cidr=$(kubectl get node "$victim" -o jsonpath='{.spec.podCIDR}' || true)
+victim_addr=$(jq -r --arg n "$victim" '.nodes[] | select(.name == $n) | .address' <<<"$plan")
+say "$victim's podCIDR: ${old_cidr:-none} before the reset, ${new_cidr:-none} now"
+for n in $names; do
+	[ "$n" = "$victim" ] && continue
+	routed=0
+	for _ in $(seq 30); do
+		node_ssh "$n" "ip route show $new_cidr proto 201" 2>/dev/null | grep -q "via $victim_addr" && { routed=1; break; }
+		sleep 1
+	done
+	check "$n routes $victim's new podCIDR $new_cidr via $victim_addr" test "$routed" = 1
+	if [ -n "$old_cidr" ] && [ "$old_cidr" != "$new_cidr" ]; then
+		check "$n no longer routes $victim's old podCIDR $old_cidr" test -z "$(node_ssh "$n" "ip route show $old_cidr proto 201")"
+	fi
+done
+kubectl create namespace e2e-churn --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+kubectl -n e2e-churn apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: churn-probe}
+spec:
+  nodeName: $victim
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: "$hello_image", args: [sleep]}
+EOF
+check "a pod on the re-joined $victim starts (Ready within 2 min)" kubectl -n e2e-churn wait --for=condition=Ready pod/churn-probe --timeout=2m
+if [ "$(kubectl -n e2e-churn get pod churn-probe -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" != True ]; then
+	kubectl -n e2e-churn describe pod churn-probe | tail -n 15 >&2 || true
+fi
+probe_ip=$(kubectl -n e2e-churn get pod churn-probe -o jsonpath='{.status.podIP}' || true)
+check "its address ${probe_ip:-(none)} is in the new podCIDR $new_cidr" in_cidr "$probe_ip" "$new_cidr"
+target=$(kubectl -n demo get pods -l app.kubernetes.io/name=hello --field-selector=status.phase=Running -o json |
+	jq -r --arg n "$victim" '[.items[] | select(.spec.nodeName != $n)][0] | "\(.spec.nodeName) \(.status.podIP) \(.spec.containers[0].ports[0].containerPort // 8080)"' || true)
+read -r target_node target_ip target_port <<<"$target"
+check "the pod on $victim reaches a pod on $target_node ($target_ip:$target_port) across nodes" \
+	kubectl -n e2e-churn exec churn-probe -- /hello get "http://$target_ip:$target_port/"
+kubectl delete namespace e2e-churn --wait=false >/dev/null
 
 if [ "$keep" = 1 ]; then
 	stage "done"
