@@ -17,9 +17,9 @@
 # the host's). What is shifted is the node's view as node diagnose reads it:
 # a date(1) wrapper first on PATH that adds the offset to `date +%s%N`.
 #
-# The lab's podnet agent rewrites the CNI configuration and the routes every
-# 10 s; it is kept off the broken node (a node affinity on its DaemonSet)
-# while the test runs, and let back at the end.
+# The lab's podnet agent puts its CNI configuration and routes back when a
+# Node changes and every 30 s; it is kept off the broken node (a node
+# affinity on its DaemonSet) while the test runs, and let back at the end.
 #
 #   hack/e2e-diagnose.sh --hybridctl BIN -f SPEC --kubeconfig FILE --context NAME \
 #       --identity KEY --known-hosts FILE [--kubectl BIN] [--out DIR]
@@ -130,22 +130,18 @@ cleanup() {
 	restore=()
 }
 trap 'rc=$?; cleanup; exit $rc' EXIT
-# cni_ready waits until containerd on node $1 has its network (crictl info:
-# NetworkReady). Its CNI watcher can miss the configuration coming back
-# (moved out and in again, then rewritten by podnet), and then stays at "cni
-# plugin not initialized" with the file in place (seen in CI: the next
-# stage's pod never started): after 30 s containerd is restarted once, as
-# an operator would, which reloads it. Fails after 90 s.
+# cni_ready waits until containerd on node $1 has its network again (crictl
+# info: NetworkReady), 90 s at most. Moving the configuration back is a
+# create event, which containerd's watcher of /etc/cni/net.d ignores: what
+# makes it reload is podnet, back on the node, writing its configuration
+# once as it starts (a rename into place, an event containerd acts on).
 cni_ready() {
 	local i
 	for i in $(seq 45); do
 		node_ssh "$1" 'crictl info' 2>/dev/null | jq -e '.status.conditions[] | select(.type == "NetworkReady") | .status' >/dev/null && return 0
-		if [ "$i" = 15 ]; then
-			echo "e2e-diagnose: containerd on $1 has not reloaded its CNI configuration after 30 s: restarting it" >&2
-			node_ssh "$1" 'systemctl restart containerd'
-		fi
 		sleep 2
 	done
+	node_ssh "$1" 'crictl info' 2>&1 | jq -c '.status.conditions' >&2 || true
 	return 1
 }
 # shellcheck disable=SC2317 # called through cleanup

@@ -85,7 +85,10 @@ else
 	"$lab" build hybridctl lab-programs
 fi
 hybridctl=$("$lab" path hybridctl)
-kubectl_bin=$("$lab" path kubectl)
+# The spec's Kubernetes version (v1.37.2, or v1.36.3 for the lab at the
+# previous minor): the assertions and kubectl follow it.
+k8s_version=$("$hybridctl" plan -f "$spec" -o json | jq -r .kubernetesVersion)
+kubectl_bin=$("$lab" path --kubernetes-version "$k8s_version" kubectl)
 
 # shellcheck disable=SC2317 # called by the trap
 cleanup() {
@@ -123,6 +126,17 @@ node_ssh() { # node_ssh NODE COMMAND: COMMAND as root on the node
 	user=$(jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .ssh.user' <<<"$plan")
 	ssh -q -i "$key" -o UserKnownHostsFile="$known" -o StrictHostKeyChecking=yes -o BatchMode=yes \
 		-o ConnectTimeout=10 -l "$user" -- "$addr" "sudo sh -c $(printf %q "$2")"
+}
+# shellcheck disable=SC2317 # called through check
+in_cidr() { # in_cidr ADDRESS CIDR: the IPv4 address is in the CIDR
+	local a b c d n bits ip net mask
+	IFS=. read -r a b c d <<<"$1" || return 1
+	ip=$(((a << 24) | (b << 16) | (c << 8) | d))
+	n=${2%/*} bits=${2#*/}
+	IFS=. read -r a b c d <<<"$n" || return 1
+	net=$(((a << 24) | (b << 16) | (c << 8) | d))
+	mask=$(((0xffffffff << (32 - bits)) & 0xffffffff))
+	[ -n "$1" ] && [ $((ip & mask)) = $((net & mask)) ]
 }
 # shellcheck disable=SC2317 # called through check
 has_labels() { # has_labels NODE-JSON WANT-JSON: every wanted label on the node
@@ -189,7 +203,7 @@ check "the nodes are the spec's: $(echo "$names" | tr '\n' ' ')" \
 for n in $names; do
 	node=$(jq --arg n "$n" '.items[] | select(.metadata.name == $n)' <<<"$nodes")
 	check "$n Ready" test "$(jq -r '.status.conditions[]? | select(.type == "Ready") | .status' <<<"$node")" = True
-	check "$n kubelet v1.37.2" test "$(jq -r .status.nodeInfo.kubeletVersion <<<"$node")" = v1.37.2
+	check "$n kubelet $k8s_version" test "$(jq -r .status.nodeInfo.kubeletVersion <<<"$node")" = "$k8s_version"
 	want=$(jq -c --arg n "$n" '[.nodes[] | select(.name == $n) | .taints[]? | {key, effect}] | sort' <<<"$plan")
 	# The node lifecycle controller's own taints (node.kubernetes.io/*) are
 	# not the spec's; a NotReady node fails the check above.
@@ -278,6 +292,7 @@ approver=$(kubectl create --dry-run=client -f "$out/render/cluster/csr-approver.
 	jq -r '(.items // [.])[] | select(.kind == "Deployment") | "\(.metadata.namespace) \(.metadata.name)"')
 read -r approver_ns approver_name <<<"$approver"
 check "the in-cluster approver runs" kubectl -n "$approver_ns" rollout status "deployment/$approver_name" --timeout=5m
+old_cidr=$(kubectl get node "$victim" -o jsonpath='{.spec.podCIDR}' || true)
 "$hybridctl" reset -f "$spec" "${reset_flags[@]}" --node "$victim" --yes -o json >"$out/reset-victim.json" || true
 events <"$out/reset-victim.json"
 check "$victim reset and removed" test "$(kubectl get node "$victim" -o name 2>/dev/null)" = ""
@@ -296,6 +311,50 @@ done
 check "$victim's new serving CSR approved without apply's approval phase" test "$approved" -gt 0
 check "the approver's log names $victim" sh -c "'$kubectl_bin' --kubeconfig '$kubeconfig' --context '$cluster' -n '$approver_ns' logs 'deployment/$approver_name' | grep -q '$victim'"
 check "$victim Ready again" kubectl wait --for=condition=Ready "node/$victim" --timeout=5m
+
+stage "the pod network after $victim left and joined again (node churn)"
+# The controller manager gives the joined node a podCIDR again, usually
+# another one: the other nodes must route it at once (podnet watches the
+# Nodes), and on the node the CNI configuration is rewritten and the bridge
+# moves to the new gateway, so a pod there starts and talks across nodes.
+new_cidr=$(kubectl get node "$victim" -o jsonpath='{.spec.podCIDR}' || true)
+victim_addr=$(jq -r --arg n "$victim" '.nodes[] | select(.name == $n) | .address' <<<"$plan")
+say "$victim's podCIDR: ${old_cidr:-none} before the reset, ${new_cidr:-none} now"
+for n in $names; do
+	[ "$n" = "$victim" ] && continue
+	routed=0
+	for _ in $(seq 30); do
+		node_ssh "$n" "ip route show $new_cidr proto 201" 2>/dev/null | grep -q "via $victim_addr" && { routed=1; break; }
+		sleep 1
+	done
+	check "$n routes $victim's new podCIDR $new_cidr via $victim_addr" test "$routed" = 1
+	if [ -n "$old_cidr" ] && [ "$old_cidr" != "$new_cidr" ]; then
+		check "$n no longer routes $victim's old podCIDR $old_cidr" test -z "$(node_ssh "$n" "ip route show $old_cidr proto 201")"
+	fi
+done
+kubectl create namespace e2e-churn --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+kubectl -n e2e-churn apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: churn-probe}
+spec:
+  nodeName: $victim
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: "$hello_image", args: [sleep]}
+EOF
+check "a pod on the re-joined $victim starts (Ready within 2 min)" kubectl -n e2e-churn wait --for=condition=Ready pod/churn-probe --timeout=2m
+if [ "$(kubectl -n e2e-churn get pod churn-probe -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" != True ]; then
+	kubectl -n e2e-churn describe pod churn-probe | tail -n 15 >&2 || true
+fi
+probe_ip=$(kubectl -n e2e-churn get pod churn-probe -o jsonpath='{.status.podIP}' || true)
+check "its address ${probe_ip:-(none)} is in the new podCIDR $new_cidr" in_cidr "$probe_ip" "$new_cidr"
+target=$(kubectl -n demo get pods -l app.kubernetes.io/name=hello --field-selector=status.phase=Running -o json |
+	jq -r --arg n "$victim" '[.items[] | select(.spec.nodeName != $n)][0] | "\(.spec.nodeName) \(.status.podIP) \(.spec.containers[0].ports[0].containerPort // 8080)"' || true)
+read -r target_node target_ip target_port <<<"$target"
+check "the pod on $victim reaches a pod on $target_node ($target_ip:$target_port) across nodes" \
+	kubectl -n e2e-churn exec churn-probe -- /hello get "http://$target_ip:$target_port/"
+kubectl delete namespace e2e-churn --wait=false >/dev/null
 
 if [ "$keep" = 1 ]; then
 	stage "done"

@@ -8,40 +8,98 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
 
-func TestVersionMatchesGoMod(t *testing.T) {
-	gomod, err := os.ReadFile("go.mod")
+// moduleDir is where the module cache holds k8s.io/kubernetes at the
+// version the module in dir requires (downloaded by a build in that module:
+// hack/test.sh builds kubeadm of every release first).
+func moduleDir(t *testing.T, dir, module string) string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
+	cmd.Dir = dir
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("go list -m %s in %s: %v", module, dir, err)
 	}
-	re := regexp.MustCompile(`(?m)^\s*(require\s+)?k8s\.io/kubernetes (v\S+)`)
-	m := re.FindSubmatch(gomod)
-	if m == nil || string(m[2]) != version {
-		t.Fatalf("go.mod requires k8s.io/kubernetes %q, the builder says %q", m, version)
+	d := strings.TrimSpace(string(out))
+	if d == "" {
+		t.Fatalf("%s (required in %s) is not in the module cache: run go -C hack/testenv/%s mod download %s", module, dir, dir, module)
 	}
-	// Every staging module is replaced at the matching v0 version.
-	staging := "v0." + strings.TrimPrefix(version, "v1.")
-	for _, line := range regexp.MustCompile(`(?m)^\s*k8s\.io/(\S+) => k8s\.io/\S+ (\S+)$`).FindAllSubmatch(gomod, -1) {
-		if string(line[2]) != staging {
-			t.Errorf("replace k8s.io/%s => %s, want %s", line[1], line[2], staging)
+	return d
+}
+
+// TestReleaseModules: each release's module requires k8s.io/kubernetes at
+// the release's version and replaces exactly the staging modules
+// k8s.io/kubernetes itself replaces, each at the matching v0 version; the
+// default release is this module, and the versions are distinct.
+func TestReleaseModules(t *testing.T) {
+	rs := releases()
+	if rs[0].version != defaultVersion || rs[0].dir != "." {
+		t.Fatalf("the first release is %+v, want the default %s in this module", rs[0], defaultVersion)
+	}
+	seen := map[string]bool{}
+	for _, r := range rs {
+		if seen[r.version] || seen[r.dir] {
+			t.Errorf("release %s: version or module %s used twice", r.version, r.dir)
+		}
+		seen[r.version], seen[r.dir] = true, true
+		gomod, err := os.ReadFile(filepath.Join(r.dir, "go.mod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`(?m)^\s*(require\s+)?k8s\.io/kubernetes (v\S+)`).FindSubmatch(gomod)
+		if m == nil || string(m[2]) != r.version {
+			t.Errorf("%s/go.mod requires k8s.io/kubernetes %q, the release is %s", r.dir, m, r.version)
+			continue
+		}
+		staging := "v0." + strings.TrimPrefix(r.version, "v1.")
+		var ours []string
+		for _, line := range regexp.MustCompile(`(?m)^\s*(k8s\.io/\S+) => k8s\.io/\S+ (\S+)$`).FindAllSubmatch(gomod, -1) {
+			ours = append(ours, string(line[1]))
+			if string(line[2]) != staging {
+				t.Errorf("%s/go.mod: replace %s => %s, want %s", r.dir, line[1], line[2], staging)
+			}
+		}
+		upstream, err := os.ReadFile(filepath.Join(moduleDir(t, r.dir, "k8s.io/kubernetes"), "go.mod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var theirs []string
+		for _, line := range regexp.MustCompile(`(?m)^\s*(k8s\.io/\S+) => \./staging/`).FindAllSubmatch(upstream, -1) {
+			theirs = append(theirs, string(line[1]))
+		}
+		slices.Sort(ours)
+		slices.Sort(theirs)
+		if len(theirs) == 0 || !slices.Equal(ours, theirs) {
+			t.Errorf("%s/go.mod replaces %v; k8s.io/kubernetes %s has the staging modules %v", r.dir, ours, r.version, theirs)
 		}
 	}
 }
 
 func TestLdflagsSetVersion(t *testing.T) {
-	got := ldflags()
-	for _, want := range []string{
-		"-X k8s.io/component-base/version.gitVersion=v1.37.2",
-		"-X k8s.io/component-base/version.gitMajor=1",
-		"-X k8s.io/component-base/version.gitMinor=37",
+	for v, want := range map[string][]string{
+		"v1.37.2": {"version.gitVersion=v1.37.2 ", "version.gitMajor=1 ", "version.gitMinor=37 "},
+		"v1.36.3": {"version.gitVersion=v1.36.3 ", "version.gitMajor=1 ", "version.gitMinor=36 "},
 	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("ldflags %q lack %q", got, want)
+		got := ldflags(v) + " "
+		for _, w := range want {
+			if !strings.Contains(got, "-X k8s.io/component-base/"+w) {
+				t.Errorf("ldflags(%s) = %q lacks %q", v, got, w)
+			}
 		}
 	}
+}
+
+func mustRelease(t *testing.T, v string) release {
+	t.Helper()
+	r, err := releaseOf(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func TestBuildReusesStampedBinary(t *testing.T) {
@@ -51,7 +109,8 @@ func TestBuildReusesStampedBinary(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(bin+".stamp", []byte(stamp("k8s.io/kubernetes/cmd/kubeadm", false)), 0o644); err != nil {
+	def := mustRelease(t, defaultVersion)
+	if err := os.WriteFile(bin+".stamp", []byte(stamp(def, "k8s.io/kubernetes/cmd/kubeadm", false)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// PATH without go: a rebuild would fail, so success means reuse.
@@ -89,7 +148,8 @@ func TestBuildReusesStampedBinary(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{nil, {"frobnicate"}, {"path"}, {"path", "etcdd"}, {"build", "etcdd"}} {
+	for _, args := range [][]string{nil, {"frobnicate"}, {"path"}, {"path", "etcdd"}, {"build", "etcdd"},
+		{"build", "--version", "v1.35.0", "kubeadm"}, {"path", "--version", "1.36.3", "kubeadm"}, {"build", "--version"}} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), args, &stdout, &stderr)
 		var u usageError
@@ -97,30 +157,67 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("run %q: err = %v, want a usage error", args, err)
 		}
 	}
+	// The message names the versions that are built.
+	err := run(context.Background(), []string{"build", "--version", "v1.35.0"}, &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "v1.37.2, v1.36.3") {
+		t.Errorf("an unknown version: %v, want the built versions named", err)
+	}
 }
 
-func TestStaticBuildsAreSeparate(t *testing.T) {
-	t.Setenv("HYBRIDCTL_TESTENV_BIN", "")
+// TestBuildsAreSeparate: static and dynamic builds, and the releases, each
+// have their own directory and stamps; a binary of one is never reused for
+// another.
+func TestBuildsAreSeparate(t *testing.T) {
 	root := t.TempDir()
 	t.Setenv("HYBRIDCTL_TESTENV_CACHE", root)
-	dyn, err := binDir(false)
-	if err != nil {
-		t.Fatal(err)
+	binOverride := t.TempDir()
+	t.Setenv("HYBRIDCTL_TESTENV_BIN", binOverride)
+	def, old := mustRelease(t, defaultVersion), mustRelease(t, "v1.36.3")
+	dirs := map[string]bool{}
+	for _, c := range []struct {
+		rel    release
+		static bool
+		want   string
+	}{
+		{def, false, binOverride},
+		{def, true, filepath.Join(binOverride, "static")},
+		// $HYBRIDCTL_TESTENV_BIN holds the test control plane's binaries
+		// only: another release stays in the cache.
+		{old, false, filepath.Join(root, "v1.36.3")},
+		{old, true, filepath.Join(root, "v1.36.3", "static")},
+	} {
+		d, err := binDir(c.rel, c.static)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d != c.want {
+			t.Errorf("binDir(%s, static %t) = %s, want %s", c.rel.version, c.static, d, c.want)
+		}
+		dirs[d] = true
 	}
-	st, err := binDir(true)
-	if err != nil {
-		t.Fatal(err)
+	if len(dirs) != 4 {
+		t.Fatalf("the four builds share directories: %v", dirs)
 	}
-	if dyn != filepath.Join(root, version) || st != filepath.Join(root, version, "static") {
-		t.Fatalf("binDir: %s and %s under %s", dyn, st, root)
+	t.Setenv("HYBRIDCTL_TESTENV_BIN", "")
+	if d, _ := binDir(def, false); d != filepath.Join(root, "v1.37.2") {
+		t.Errorf("binDir(default) without HYBRIDCTL_TESTENV_BIN = %s", d)
 	}
-	// A dynamic build's stamp must not satisfy a static build, or the
-	// lab would put a cgo binary into a distroless image.
-	if stamp("k8s.io/kubernetes/cmd/kubelet", false) == stamp("k8s.io/kubernetes/cmd/kubelet", true) {
-		t.Fatal("static and dynamic stamps are equal")
+	// Every stamp differs from every other.
+	stamps := map[string]bool{}
+	for _, r := range releases() {
+		for _, pkg := range []string{"k8s.io/kubernetes/cmd/kubelet", etcdPkg} {
+			for _, static := range []bool{false, true} {
+				stamps[stamp(r, pkg, static)] = true
+			}
+		}
 	}
-	// A dynamic kubelet with a current stamp in the static directory's
+	if want := len(releases()) * 4; len(stamps) != want {
+		t.Fatalf("%d distinct stamps, want %d", len(stamps), want)
+	}
+
+	// A kubelet with another build's current stamp in v1.36.3's static
 	// place is rebuilt; with PATH lacking go, that rebuild fails.
+	st, _ := binDir(old, true)
 	if err := os.MkdirAll(st, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -128,66 +225,75 @@ func TestStaticBuildsAreSeparate(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(bin+".stamp", []byte(stamp("k8s.io/kubernetes/cmd/kubelet", false)), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	t.Setenv("PATH", t.TempDir())
-	var stdout, stderr bytes.Buffer
-	if err := run(context.Background(), []string{"build", "--static", "kubelet"}, &stdout, &stderr); err == nil {
-		t.Fatalf("a dynamic stamp was accepted for a static build:\n%s", stderr.String())
+	for _, wrong := range []string{stamp(old, "k8s.io/kubernetes/cmd/kubelet", false), stamp(def, "k8s.io/kubernetes/cmd/kubelet", true)} {
+		if err := os.WriteFile(bin+".stamp", []byte(wrong), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		if err := run(context.Background(), []string{"build", "--version", "v1.36.3", "--static", "kubelet"}, &stdout, &stderr); err == nil {
+			t.Fatalf("another build's stamp was accepted:\n%s", wrong)
+		}
 	}
-	if err := os.WriteFile(bin+".stamp", []byte(stamp("k8s.io/kubernetes/cmd/kubelet", true)), 0o644); err != nil {
+	if err := os.WriteFile(bin+".stamp", []byte(stamp(old, "k8s.io/kubernetes/cmd/kubelet", true)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stdout.Reset()
-	stderr.Reset()
-	if err := run(context.Background(), []string{"build", "--static", "kubelet"}, &stdout, &stderr); err != nil {
-		t.Fatalf("a static stamp was not reused: %v\n%s", err, stderr.String())
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"build", "--version", "v1.36.3", "--static", "kubelet"}, &stdout, &stderr); err != nil {
+		t.Fatalf("a current stamp was not reused: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "kubelet v1.36.3: cached") {
+		t.Errorf("build did not report the cached v1.36.3 kubelet: %q", stderr.String())
 	}
 	stdout.Reset()
-	if err := run(context.Background(), []string{"path", "--static", "kubelet"}, &stdout, &stderr); err != nil || strings.TrimSpace(stdout.String()) != bin {
-		t.Fatalf("path --static kubelet = %q, %v", stdout.String(), err)
+	if err := run(context.Background(), []string{"path", "--version", "v1.36.3", "--static", "kubelet"}, &stdout, &stderr); err != nil || strings.TrimSpace(stdout.String()) != bin {
+		t.Fatalf("path --version v1.36.3 --static kubelet = %q, %v", stdout.String(), err)
 	}
-	if err := run(context.Background(), []string{"path", "kubelet"}, &stdout, &stderr); err == nil {
-		t.Fatal("path kubelet found the static build in the dynamic directory")
+	for _, args := range [][]string{{"path", "--version", "v1.36.3", "kubelet"}, {"path", "--static", "kubelet"}} {
+		err := run(context.Background(), args, &stdout, &stderr)
+		if err == nil {
+			t.Fatalf("path %q found the v1.36.3 static build", args)
+		}
+		if args[1] == "--version" && !strings.Contains(err.Error(), "testenv build --version v1.36.3 kubelet") {
+			t.Errorf("path %q: %v, want the build command to run", args, err)
+		}
 	}
 }
 
-// TestEtcdVersion: the etcd built is the one kubeadm v1.37.2 deploys. It
-// reads kubeadm's constants.DefaultEtcdVersion from the k8s.io/kubernetes
-// module this module requires, and the etcd module's requirement.
+// TestEtcdVersion: the etcd each release builds is the one its kubeadm
+// deploys. It reads kubeadm's constants.DefaultEtcdVersion from the
+// k8s.io/kubernetes module the release's module requires, and the etcd
+// module's requirements.
 func TestEtcdVersion(t *testing.T) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes").Output()
-	if err != nil {
-		t.Fatalf("go list -m k8s.io/kubernetes: %v", err)
-	}
-	src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "cmd", "kubeadm", "app", "constants", "constants.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^\s*DefaultEtcdVersion\s*=\s*"([^"]+)"`).FindSubmatch(src)
-	if m == nil {
-		t.Fatal("DefaultEtcdVersion not found in kubeadm's constants.go")
-	}
-	kubeadm, _, _ := strings.Cut(string(m[1]), "-") // "3.7.0-0": the image revision
-	if "v"+kubeadm != etcdVersion {
-		t.Errorf("kubeadm %s deploys etcd %s, hack/testenv builds %s", version, m[1], etcdVersion)
-	}
-	mod, err := os.ReadFile(filepath.Join("etcd", "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, dep := range []string{"go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/api/v3", "go.etcd.io/etcd/client/pkg/v3", "go.etcd.io/etcd/client/v3", "go.etcd.io/etcd/pkg/v3"} {
-		re := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(dep) + `(\s+=>\s+\S+)?\s+(v\S+)`)
-		found := false
-		for _, mm := range re.FindAllStringSubmatch(string(mod), -1) {
-			found = true
-			if mm[2] != etcdVersion {
-				t.Errorf("etcd/go.mod: %s at %s, want %s", dep, mm[2], etcdVersion)
-			}
+	for _, r := range releases() {
+		src, err := os.ReadFile(filepath.Join(moduleDir(t, r.dir, "k8s.io/kubernetes"), "cmd", "kubeadm", "app", "constants", "constants.go"))
+		if err != nil {
+			t.Fatal(err)
 		}
-		if !found {
-			t.Errorf("etcd/go.mod does not pin %s", dep)
+		m := regexp.MustCompile(`(?m)^\s*DefaultEtcdVersion\s*=\s*"([^"]+)"`).FindSubmatch(src)
+		if m == nil {
+			t.Fatalf("DefaultEtcdVersion not found in kubeadm %s's constants.go", r.version)
+		}
+		kubeadm, _, _ := strings.Cut(string(m[1]), "-") // "3.7.0-0": the image revision
+		if "v"+kubeadm != r.etcd {
+			t.Errorf("kubeadm %s deploys etcd %s, hack/testenv builds %s", r.version, m[1], r.etcd)
+		}
+		mod, err := os.ReadFile(filepath.Join(r.etcdDir, "go.mod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dep := range []string{"go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/api/v3", "go.etcd.io/etcd/client/pkg/v3", "go.etcd.io/etcd/client/v3", "go.etcd.io/etcd/pkg/v3"} {
+			re := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(dep) + `(\s+=>\s+\S+)?\s+(v\S+)`)
+			found := false
+			for _, mm := range re.FindAllStringSubmatch(string(mod), -1) {
+				found = true
+				if mm[2] != r.etcd {
+					t.Errorf("%s/go.mod: %s at %s, want %s", r.etcdDir, dep, mm[2], r.etcd)
+				}
+			}
+			if !found {
+				t.Errorf("%s/go.mod does not pin %s", r.etcdDir, dep)
+			}
 		}
 	}
 }

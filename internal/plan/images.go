@@ -65,11 +65,16 @@ func (p *Plan) Image(ref string) string {
 }
 
 // kubeadmImageVersions are the etcd and CoreDNS tags kubeadm of a minor
-// names (cmd/kubeadm/app/constants of k8s.io/kubernetes@v1.37.2:
-// DefaultEtcdVersion, CoreDNSVersion). Checked against the real kubeadm's
-// `config images list` in the tests.
+// names, oldest first: DefaultEtcdVersion and CoreDNSVersion in
+// cmd/kubeadm/app/constants/constants.go of k8s.io/kubernetes@v1.36.3
+// ("3.6.8-0", "v1.14.2") and @v1.37.2 ("3.7.0-0", "v1.14.6"). The cluster
+// is made by the kubeadm of its own minor, whose SupportedEtcdVersion gives
+// that minor its DefaultEtcdVersion (kubeadm 1.37's maps 1.36 to 3.7.0-0
+// too: `kubeadm upgrade` to 1.37 moves etcd on). Checked against the real
+// kubeadm's `config images list` of each minor in the tests.
 func kubeadmImageVersions() []struct{ minor, etcd, coredns string } {
 	return []struct{ minor, etcd, coredns string }{
+		{"v1.36", "3.6.8-0", "v1.14.2"},
 		{"v1.37", "3.7.0-0", "v1.14.6"},
 	}
 }

@@ -411,13 +411,15 @@ func Derive(c *spec.Cluster, warnings spec.Diagnostics) (*Plan, error) {
 }
 
 // pauseVersions is the pause image tag kubeadm names per Kubernetes minor
-// (constants.PauseVersion in cmd/kubeadm/app/constants). v1.37 is read from
-// k8s.io/kubernetes@v1.37.2; v1.34 and v1.35 from those releases (3.10.1).
-// A minor not listed gets the newest tag and a plan warning.
+// (constants.PauseVersion in cmd/kubeadm/app/constants/constants.go). v1.37
+// is read from k8s.io/kubernetes@v1.37.2, v1.36 from @v1.36.3 (both
+// 3.10.2); v1.34 and v1.35 from those releases (3.10.1). A minor not listed
+// gets the newest tag and a plan warning.
 func pauseVersions() []struct{ minor, pause string } {
 	return []struct{ minor, pause string }{
 		{"v1.34", "3.10.1"},
 		{"v1.35", "3.10.1"},
+		{"v1.36", "3.10.2"},
 		{"v1.37", "3.10.2"},
 	}
 }

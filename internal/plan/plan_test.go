@@ -188,6 +188,44 @@ func TestDerivedNumbers(t *testing.T) {
 			expectStr(t, "CRD manifest", p.Calico.CRDManifest, "operator-crds.yaml")
 			expectStr(t, "kube-proxy image", p.KubeProxy.WindowsImage, "sigwindowstools/kube-proxy:v1.35.4-calico-hostprocess")
 		}},
+		// kubeadm 1.36.3's constants: DefaultEtcdVersion 3.6.8-0,
+		// CoreDNSVersion v1.14.2, PauseVersion 3.10.2 (1.37.2's are 3.7.0-0,
+		// v1.14.6, 3.10.2).
+		{"Kubernetes 1.36 takes kubeadm 1.36's images", edit("kubernetesVersion: v1.37.2", "kubernetesVersion: v1.36.3", "crictl: {version: 1.37.0}", "crictl: {version: 1.36.0}"), func(t *testing.T, p *Plan) {
+			expectImages(t, p, map[string]string{
+				"kube-apiserver":     "registry.k8s.io/kube-apiserver:v1.36.3",
+				"kube-proxy":         "registry.k8s.io/kube-proxy:v1.36.3",
+				"etcd":               "registry.k8s.io/etcd:3.6.8-0",
+				"coredns":            "registry.k8s.io/coredns/coredns:v1.14.2",
+				"pause":              "registry.k8s.io/pause:3.10.2",
+				"kube-proxy-windows": "sigwindowstools/kube-proxy:v1.36.3-calico-hostprocess",
+			})
+			expectStr(t, "sandbox image", p.SandboxImage, "registry.k8s.io/pause:3.10.2")
+			expectNoWarning(t, p, "P001", "P002")
+		}},
+		{"Kubernetes 1.37 takes kubeadm 1.37's images", base, func(t *testing.T, p *Plan) {
+			expectImages(t, p, map[string]string{
+				"kube-apiserver": "registry.k8s.io/kube-apiserver:v1.37.2",
+				"etcd":           "registry.k8s.io/etcd:3.7.0-0",
+				"coredns":        "registry.k8s.io/coredns/coredns:v1.14.6",
+				"pause":          "registry.k8s.io/pause:3.10.2",
+			})
+			expectNoWarning(t, p, "P001", "P002")
+		}},
+		// A minor hybridctl does not know: the newest known tags, and a
+		// warning that says so.
+		{"Kubernetes 1.38 is warned about", edit("kubernetesVersion: v1.37.2", "kubernetesVersion: v1.38.0", "crictl: {version: 1.37.0}", "crictl: {version: 1.38.0}"), func(t *testing.T, p *Plan) {
+			expectImages(t, p, map[string]string{"etcd": "registry.k8s.io/etcd:3.7.0-0", "coredns": "registry.k8s.io/coredns/coredns:v1.14.6"})
+			n := 0
+			for _, w := range p.Warnings {
+				if strings.HasPrefix(w.Check, "P001") || strings.HasPrefix(w.Check, "P002") {
+					n++
+				}
+			}
+			if n != 2 {
+				t.Errorf("warnings %+v, want P001 and P002", p.Warnings)
+			}
+		}},
 		{"Calico 3.33 on 1.37 uses native CRDs", base, func(t *testing.T, p *Plan) {
 			expectStr(t, "CRD manifest URL", p.Calico.CRDManifestURL, "https://raw.githubusercontent.com/projectcalico/calico/v3.33.0/manifests/v3_projectcalico_org.yaml")
 			expectStr(t, "operator URL", p.Calico.OperatorManifestURL, "https://raw.githubusercontent.com/projectcalico/calico/v3.33.0/manifests/tigera-operator.yaml")
@@ -322,5 +360,37 @@ func TestDiagramLoneBoxInLastRow(t *testing.T) {
 	}
 	if bus := strings.TrimSpace(lines[last-2]); bus != "│" {
 		t.Errorf("the lone box's bus is %q, want │:\n%s", bus, d)
+	}
+}
+
+// expectImages: the plan's Linux image of each name (the Windows one for
+// kube-proxy-windows) is the reference given.
+func expectImages(t *testing.T, p *Plan, want map[string]string) {
+	t.Helper()
+	for name, ref := range want {
+		found := false
+		for _, im := range p.Images {
+			if im.Name == name && (im.OS == spec.OSLinux || name == "kube-proxy-windows") {
+				found = true
+				if im.Image != ref {
+					t.Errorf("image %s = %s, want %s", name, im.Image, ref)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("the plan lists no %s image", name)
+		}
+	}
+}
+
+// expectNoWarning: no plan warning of the given checks.
+func expectNoWarning(t *testing.T, p *Plan, checks ...string) {
+	t.Helper()
+	for _, w := range p.Warnings {
+		for _, c := range checks {
+			if strings.HasPrefix(w.Check, c+" ") {
+				t.Errorf("warning %s: %s", w.Check, w.Message)
+			}
+		}
 	}
 }

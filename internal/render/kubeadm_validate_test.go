@@ -26,6 +26,22 @@ func kubeadmBinary(t *testing.T) string {
 	return p
 }
 
+// kubeadmReleaseBinary returns kubeadm of another Kubernetes release built
+// by hack/testenv (`hack/testenv/testenv build --version VERSION kubeadm`,
+// which hack/test.sh runs). It skips under -short and fails when it is not
+// built.
+func kubeadmReleaseBinary(t *testing.T, version string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("skipped under -short: needs the real kubeadm " + version + " (hack/testenv)")
+	}
+	p, err := testenv.ReleaseBinary(version, "kubeadm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // kubeadmValidate runs the real `kubeadm config validate --config FILE`.
 func kubeadmValidate(t *testing.T, kubeadm, name string, data []byte) {
 	t.Helper()

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -160,4 +161,61 @@ func TestKubeadmValidateOffline(t *testing.T) {
 		t.Errorf("join.yaml lacks the SystemVerification exception")
 	}
 	kubeadmValidate(t, kubeadm, "join.yaml", join)
+}
+
+// TestKubeadm136 renders examples/lab-linux-v1.36.yaml and checks it with
+// the real kubeadm v1.36.3: the images kubeadm pulls for the rendered
+// configuration are the plan's (kubeadm 1.36's etcd 3.6.8-0 and CoreDNS
+// v1.14.2, not 1.37's), its version is the spec's, and it accepts the init
+// and join files.
+func TestKubeadm136(t *testing.T) {
+	kubeadm := kubeadmReleaseBinary(t, "v1.36.3")
+	out, err := exec.Command(kubeadm, "version", "-o", "short").Output()
+	if err != nil || strings.TrimSpace(string(out)) != "v1.36.3" {
+		t.Fatalf("kubeadm version: %q, %v", out, err)
+	}
+	b, err := os.ReadFile("../../examples/lab-linux-v1.36.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := spec.Parse("lab-linux-v1.36.yaml", b)
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	p := planOf(t, r.Cluster)
+	files := mustRender(t, p, Options{})
+	cfg := files["cluster/kubeadm-config.yaml"].Data
+	if !strings.Contains(string(cfg), "kubernetesVersion: v1.36.3\n") {
+		t.Errorf("kubeadm-config.yaml is not for v1.36.3:\n%s", cfg)
+	}
+	path := filepath.Join(t.TempDir(), "kubeadm-config.yaml")
+	if err := os.WriteFile(path, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(kubeadm, "config", "images", "list", "--config", path).Output()
+	if err != nil {
+		t.Fatalf("kubeadm config images list: %v", err)
+	}
+	got := strings.Fields(string(out))
+	var want []string
+	for _, im := range p.Images {
+		if im.OS == "linux" && (strings.HasPrefix(im.Name, "kube-") || im.Name == "etcd" || im.Name == "coredns" || im.Name == "pause") {
+			want = append(want, im.Image)
+		}
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || len(want) != 7 {
+		t.Errorf("kubeadm v1.36.3 pulls:\n%s\nthe plan lists:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, w := range []string{"192.168.36.1:5000/etcd:3.6.8-0", "192.168.36.1:5000/coredns/coredns:v1.14.2", "192.168.36.1:5000/pause:3.10.2"} {
+		if !slices.Contains(got, w) {
+			t.Errorf("kubeadm v1.36.3 does not pull %s: %v", w, got)
+		}
+	}
+	if !strings.Contains(string(files["nodes/k8s-v136-node-1/prepare.sh"].Data), "192.168.36.1:5000/pause:3.10.2") {
+		t.Error("prepare.sh does not set containerd's sandbox image to kubeadm 1.36's pause")
+	}
+	kubeadmValidate(t, kubeadm, "kubeadm-config.yaml", cfg)
+	kubeadmValidate(t, kubeadm, "join.yaml", fillSecrets(files["nodes/k8s-v136-node-1/join.yaml"].Data))
 }

@@ -233,6 +233,36 @@ func TestBinaryMissingSaysHowToBuild(t *testing.T) {
 	}
 }
 
+// TestReleaseBinary: another release's binaries are in the cache under
+// its version, never taken from $HYBRIDCTL_TESTENV_BIN (the control
+// plane's); the control plane's own version is Binary.
+func TestReleaseBinary(t *testing.T) {
+	cache, override := t.TempDir(), t.TempDir()
+	t.Setenv(EnvCacheDir, cache)
+	t.Setenv(EnvBinDir, override)
+	for _, d := range []string{override, filepath.Join(cache, "v1.36.3"), filepath.Join(cache, KubernetesVersion)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "kubeadm"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, err := ReleaseBinary("v1.36.3", "kubeadm"); err != nil || p != filepath.Join(cache, "v1.36.3", "kubeadm") {
+		t.Errorf("ReleaseBinary(v1.36.3) = %s, %v", p, err)
+	}
+	if p, err := ReleaseBinary(KubernetesVersion, "kubeadm"); err != nil || p != filepath.Join(override, "kubeadm") {
+		t.Errorf("ReleaseBinary(%s) = %s, %v; want $%s's", KubernetesVersion, p, err, EnvBinDir)
+	}
+	_, err := ReleaseBinary("v1.36.3", "kubelet")
+	if err == nil || !strings.Contains(err.Error(), "hack/testenv/testenv build --version v1.36.3 kubelet") {
+		t.Errorf("a missing v1.36.3 kubelet: %v, want the command that builds it", err)
+	}
+	if _, err := ReleaseBinary("v1.35.0", "kubeadm"); err == nil {
+		t.Error("a release that is not built was found")
+	}
+}
+
 func TestLocatesRepositoryAndVendoredData(t *testing.T) {
 	root, err := RepoRoot()
 	if err != nil {

@@ -44,6 +44,11 @@ func BinDir() (string, error) {
 	if d := os.Getenv(EnvBinDir); d != "" {
 		return d, nil
 	}
+	return releaseDir(KubernetesVersion)
+}
+
+// releaseDir is <cache>/<version>, where hack/testenv builds a release.
+func releaseDir(version string) (string, error) {
 	root := os.Getenv(EnvCacheDir)
 	if root == "" {
 		c, err := os.UserCacheDir()
@@ -52,7 +57,7 @@ func BinDir() (string, error) {
 		}
 		root = filepath.Join(c, "hybridctl", "testenv")
 	}
-	return filepath.Join(root, KubernetesVersion), nil
+	return filepath.Join(root, version), nil
 }
 
 // Binary returns the path of a built control-plane binary ("kube-apiserver",
@@ -63,16 +68,37 @@ func Binary(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return executable(dir, name, KubernetesVersion, buildHint)
+}
+
+// ReleaseBinary returns the path of a binary hack/testenv built for a
+// Kubernetes release, for tests that check against a version other than
+// the control plane's (kubeadm v1.36.3: `hack/testenv/testenv build
+// --version v1.36.3 kubeadm`). For KubernetesVersion it is Binary; another
+// version's binaries are in <cache>/<version>, never in
+// $HYBRIDCTL_TESTENV_BIN, which holds the control plane's.
+func ReleaseBinary(version, name string) (string, error) {
+	if version == KubernetesVersion {
+		return Binary(name)
+	}
+	dir, err := releaseDir(version)
+	if err != nil {
+		return "", err
+	}
+	return executable(dir, name, version, fmt.Sprintf("run hack/testenv/testenv build --version %s %s from the repository root", version, name))
+}
+
+func executable(dir, name, version, hint string) (string, error) {
 	p := filepath.Join(dir, name)
 	fi, err := os.Stat(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("%s %s not found at %s: %s", name, KubernetesVersion, p, buildHint)
+			return "", fmt.Errorf("%s %s not found at %s: %s", name, version, p, hint)
 		}
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
-		return "", fmt.Errorf("%s at %s is not an executable file: %s", name, p, buildHint)
+		return "", fmt.Errorf("%s at %s is not an executable file: %s", name, p, hint)
 	}
 	return p, nil
 }

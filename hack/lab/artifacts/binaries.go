@@ -13,17 +13,63 @@ import (
 	"time"
 )
 
-// Versions the lab builds. Kubernetes' own binaries come from hack/testenv
-// (v1.37.2); etcd and CoreDNS are the versions kubeadm 1.37 deploys.
+// Versions the lab builds of what does not depend on the Kubernetes
+// version. Kubernetes' own binaries come from hack/testenv, one set per
+// release (Releases).
 const (
-	KubernetesVersion = "v1.37.2"
 	ContainerdVersion = "2.2.2"
 	RuncVersion       = "1.5.3"
 	CNIPluginsVersion = "1.10.0"
 	CrictlVersion     = "1.37.0"
-	CoreDNSVersion    = "v1.14.6"
 	RegistryVersion   = "v3.1.2"
 )
+
+// KubernetesVersion is the default release: the one hack/testenv's test
+// control plane runs, and what `lab path` and `lab build kubernetes` mean.
+const KubernetesVersion = "v1.37.2"
+
+// Release is one Kubernetes version the lab builds: kubelet, kubeadm,
+// kubectl and the control-plane and kube-proxy images from `hack/testenv
+// build --static --version`, with the etcd and CoreDNS that version's
+// kubeadm deploys (cmd/kubeadm/app/constants/constants.go:
+// DefaultEtcdVersion and CoreDNSVersion; internal/plan lists the same tags,
+// and PushImages refuses an image whose tag is not the release's).
+type Release struct {
+	Kubernetes string // "v1.37.2"
+	Etcd       string // "3.7.0", the image tag without its revision (-0)
+	CoreDNS    string // "v1.14.6"
+}
+
+// Releases are the Kubernetes versions the lab builds, the default first.
+// v1.36 is there for upgrade tests: a cluster applied at v1.36.3 is
+// upgraded to v1.37.2.
+func Releases() []Release {
+	return []Release{
+		{Kubernetes: KubernetesVersion, Etcd: "3.7.0", CoreDNS: "v1.14.6"},
+		{Kubernetes: "v1.36.3", Etcd: "3.6.8", CoreDNS: "v1.14.2"},
+	}
+}
+
+// LookupRelease finds the release of a Kubernetes version.
+func LookupRelease(version string) (Release, error) {
+	var known []string
+	for _, r := range Releases() {
+		if r.Kubernetes == version {
+			return r, nil
+		}
+		known = append(known, r.Kubernetes)
+	}
+	return Release{}, fmt.Errorf("the lab builds Kubernetes %s, not %q", strings.Join(known, " and "), version)
+}
+
+// KubernetesVersions are the releases' versions, the default first.
+func KubernetesVersions() []string {
+	var out []string
+	for _, r := range Releases() {
+		out = append(out, r.Kubernetes)
+	}
+	return out
+}
 
 type source int
 
@@ -48,6 +94,24 @@ type Artifact struct {
 	tags    []string
 	ldflags string
 	cgo     bool // runc: cgo, linked statically against Debian's libseccomp
+
+	// kubernetes is the release the artifact belongs to (its binaries are
+	// that version's or its kubeadm's); empty when it serves every release.
+	kubernetes string
+}
+
+// Kubernetes is the Kubernetes version an artifact belongs to, empty when
+// it serves every version.
+func (a Artifact) Kubernetes() string { return a.kubernetes }
+
+// releaseName names an artifact of a release: the default release's
+// artifacts keep their plain names (their cache directories predate the
+// second release), the others' carry the version.
+func releaseName(name string, r Release, version string) string {
+	if r.Kubernetes == KubernetesVersion {
+		return name
+	}
+	return name + "-" + version
 }
 
 // Artifacts is the ordered list of everything the lab builds.
@@ -65,7 +129,7 @@ func Artifacts() []Artifact {
 		}
 		cniPkgs = append(cniPkgs, "github.com/containernetworking/plugins/plugins/"+dir+"/"+p)
 	}
-	return []Artifact{
+	out := []Artifact{
 		{Name: "containerd", Version: ContainerdVersion, Purpose: "the nodes' container runtime (bundle)",
 			Files: []string{"containerd", "containerd-shim-runc-v2", "ctr"}, src: fromProxy,
 			module: "github.com/containerd/containerd/v2",
@@ -83,21 +147,33 @@ func Artifacts() []Artifact {
 		{Name: "crictl", Version: CrictlVersion, Purpose: "the CRI client (bundle)",
 			Files: []string{"crictl"}, src: fromProxy, module: "sigs.k8s.io/cri-tools",
 			pkgs: []string{"sigs.k8s.io/cri-tools/cmd/crictl"}, ldflags: "-X sigs.k8s.io/cri-tools/pkg/version.Version=v" + CrictlVersion},
-		{Name: "coredns", Version: CoreDNSVersion, Purpose: "the CoreDNS image (kubeadm 1.37's version)",
-			Files: []string{"coredns"}, src: fromProxy, module: "github.com/coredns/coredns", pkgs: []string{"github.com/coredns/coredns"}},
-		{Name: "registry", Version: RegistryVersion, Purpose: "the lab's image registry (distribution), served on the bridge",
-			Files: []string{"registry"}, src: fromProxy, module: "github.com/distribution/distribution/v3",
-			pkgs:    []string{"github.com/distribution/distribution/v3/cmd/registry"},
-			ldflags: "-X github.com/distribution/distribution/v3/version.version=" + RegistryVersion},
-		{Name: "kubernetes", Version: KubernetesVersion, Purpose: "kubelet, kubeadm, kubectl (bundle) and the control-plane and kube-proxy images, by hack/testenv build --static",
-			Files: []string{"kubelet", "kubeadm", "kubectl", "kube-proxy", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}, src: fromTestenv},
-		{Name: "etcd", Version: "kubeadm 1.37's", Purpose: "the etcd image: hack/testenv's etcd build (build --static etcd)",
-			Files: []string{"etcd"}, src: fromTestenv},
-		{Name: "lab-programs", Version: "repo", Purpose: "the lab's own pause, hello (check workload and client) and podnet (pod network agent)",
-			Files: []string{"pause", "hello", "podnet"}, src: fromLab, pkgs: []string{"pause", "hello", "podnet"}},
-		{Name: "hybridctl", Version: "repo", Purpose: "hybridctl itself: plan's image list, and its image (the in-cluster CSR approver)",
-			Files: []string{"hybridctl"}, src: fromRepo, pkgs: []string{"./cmd/hybridctl"}},
 	}
+	for _, r := range Releases() {
+		out = append(out, Artifact{Name: releaseName("coredns", r, r.CoreDNS), Version: r.CoreDNS,
+			Purpose: "the CoreDNS image (kubeadm " + r.Kubernetes + "'s version)",
+			Files:   []string{"coredns"}, src: fromProxy, module: "github.com/coredns/coredns", pkgs: []string{"github.com/coredns/coredns"},
+			kubernetes: r.Kubernetes})
+	}
+	out = append(out, Artifact{Name: "registry", Version: RegistryVersion, Purpose: "the lab's image registry (distribution), served on the bridge",
+		Files: []string{"registry"}, src: fromProxy, module: "github.com/distribution/distribution/v3",
+		pkgs:    []string{"github.com/distribution/distribution/v3/cmd/registry"},
+		ldflags: "-X github.com/distribution/distribution/v3/version.version=" + RegistryVersion})
+	for _, r := range Releases() {
+		out = append(out,
+			Artifact{Name: releaseName("kubernetes", r, r.Kubernetes), Version: r.Kubernetes,
+				Purpose: "kubelet, kubeadm, kubectl (bundle) and the control-plane and kube-proxy images, by hack/testenv build --static --version " + r.Kubernetes,
+				Files:   []string{"kubelet", "kubeadm", "kubectl", "kube-proxy", "kube-apiserver", "kube-controller-manager", "kube-scheduler"},
+				src:     fromTestenv, kubernetes: r.Kubernetes},
+			Artifact{Name: releaseName("etcd", r, r.Kubernetes), Version: r.Etcd,
+				Purpose: "the etcd image (kubeadm " + r.Kubernetes + "'s version): hack/testenv build --static --version " + r.Kubernetes + " etcd",
+				Files:   []string{"etcd"}, src: fromTestenv, kubernetes: r.Kubernetes})
+	}
+	return append(out,
+		Artifact{Name: "lab-programs", Version: "repo", Purpose: "the lab's own pause, hello (check workload and client) and podnet (pod network agent)",
+			Files: []string{"pause", "hello", "podnet"}, src: fromLab, pkgs: []string{"pause", "hello", "podnet"}},
+		Artifact{Name: "hybridctl", Version: "repo", Purpose: "hybridctl itself: plan's image list, and its image (the in-cluster CSR approver)",
+			Files: []string{"hybridctl"}, src: fromRepo, pkgs: []string{"./cmd/hybridctl"}},
+	)
 }
 
 // Builder builds artifacts into the cache.
@@ -106,8 +182,8 @@ type Builder struct {
 	Root  string    // the repository root (for hack/testenv and cmd/hybridctl)
 	Log   io.Writer // progress lines
 
-	// pathOf replaces Path in tests (LayoutBundle's inputs).
-	pathOf func(ctx context.Context, file string) (string, error)
+	// pathOf replaces PathFor in tests (LayoutBundle's inputs).
+	pathOf func(ctx context.Context, kubernetes, file string) (string, error)
 }
 
 // NewBuilder finds the cache and the repository root (the directory above
@@ -165,22 +241,41 @@ func (a Artifact) stamp() string {
 // Dir is where an artifact's files are.
 func (b *Builder) Dir(a Artifact) string { return filepath.Join(b.Cache, "bin", a.Name) }
 
-// Path is the path of one built binary, whichever artifact makes it.
+// Path is the path of one built binary of the default release (or of no
+// release: containerd, the registry, ...), whichever artifact makes it.
 func (b *Builder) Path(ctx context.Context, file string) (string, error) {
-	for _, a := range Artifacts() {
-		if !slices.Contains(a.Files, file) {
-			continue
-		}
-		if a.src == fromTestenv {
-			return b.testenvPath(ctx, file)
-		}
-		p := filepath.Join(b.Dir(a), file)
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s is not built (%w): run hack/lab/lab build %s", file, err, a.Name)
-		}
-		return p, nil
+	return b.PathFor(ctx, KubernetesVersion, file)
+}
+
+// PathFor is the path of one built binary for a Kubernetes release:
+// kubelet v1.36.3, the etcd kubeadm v1.36.3 deploys, or a file that serves
+// every release.
+func (b *Builder) PathFor(ctx context.Context, kubernetes, file string) (string, error) {
+	a, err := ArtifactFor(kubernetes, file)
+	if err != nil {
+		return "", err
 	}
-	return "", fmt.Errorf("no artifact builds %q", file)
+	if a.src == fromTestenv {
+		return b.testenvPath(ctx, a.kubernetes, file)
+	}
+	p := filepath.Join(b.Dir(a), file)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s is not built (%w): run hack/lab/lab build %s", file, err, a.Name)
+	}
+	return p, nil
+}
+
+// ArtifactFor is the artifact that makes a file for a Kubernetes release.
+func ArtifactFor(kubernetes, file string) (Artifact, error) {
+	if _, err := LookupRelease(kubernetes); err != nil {
+		return Artifact{}, err
+	}
+	for _, a := range Artifacts() {
+		if slices.Contains(a.Files, file) && (a.kubernetes == "" || a.kubernetes == kubernetes) {
+			return a, nil
+		}
+	}
+	return Artifact{}, fmt.Errorf("no artifact builds %q", file)
 }
 
 // Build builds the named artifacts (all when names is empty), reusing those
@@ -208,7 +303,7 @@ func (b *Builder) Build(ctx context.Context, names ...string) error {
 
 func (b *Builder) build(ctx context.Context, a Artifact) error {
 	if a.src == fromTestenv {
-		return b.buildTestenv(ctx, a.Files)
+		return b.buildTestenv(ctx, a.kubernetes, a.Files)
 	}
 	dir := b.Dir(a)
 	stampPath := filepath.Join(dir, ".stamp")
@@ -326,13 +421,13 @@ func (b *Builder) testenv(ctx context.Context, stdout io.Writer, args ...string)
 	return nil
 }
 
-func (b *Builder) buildTestenv(ctx context.Context, names []string) error {
-	return b.testenv(ctx, b.Log, append([]string{"build", "--static"}, names...)...)
+func (b *Builder) buildTestenv(ctx context.Context, kubernetes string, names []string) error {
+	return b.testenv(ctx, b.Log, append([]string{"build", "--static", "--version", kubernetes}, names...)...)
 }
 
-func (b *Builder) testenvPath(ctx context.Context, name string) (string, error) {
+func (b *Builder) testenvPath(ctx context.Context, kubernetes, name string) (string, error) {
 	var out strings.Builder
-	if err := b.testenv(ctx, &out, "path", "--static", name); err != nil {
+	if err := b.testenv(ctx, &out, "path", "--static", "--version", kubernetes, name); err != nil {
 		return "", err
 	}
 	return strings.TrimSpace(out.String()), nil

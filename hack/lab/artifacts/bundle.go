@@ -21,8 +21,9 @@ import (
 )
 
 // BundleVersions are the versions a spec pins for what its bundle holds
-// (plan's "versions"). The lab builds one version of each; LayoutBundle
-// refuses any other and names the field.
+// (plan's "versions"). The lab builds the Kubernetes versions of Releases
+// and one version of everything else; LayoutBundle refuses any other and
+// names the field.
 type BundleVersions struct {
 	Kubernetes, Containerd, Runc, CNIPlugins, Crictl string
 }
@@ -75,8 +76,10 @@ func recipe(a bundle.Artifact) (bundleRecipe, error) {
 // CheckBundleVersions says which pinned version the lab does not build.
 func CheckBundleVersions(v BundleVersions) error {
 	var bad []string
+	if _, err := LookupRelease(v.Kubernetes); err != nil {
+		bad = append(bad, fmt.Sprintf("spec.kubernetesVersion is %q; the lab builds %s", v.Kubernetes, strings.Join(KubernetesVersions(), " and ")))
+	}
 	for _, c := range []struct{ field, got, want string }{
-		{"spec.kubernetesVersion", v.Kubernetes, KubernetesVersion},
 		{"spec.containerd.version", v.Containerd, ContainerdVersion},
 		{"spec.runc.version", v.Runc, RuncVersion},
 		{"spec.cniPlugins.version", v.CNIPlugins, CNIPluginsVersion},
@@ -92,10 +95,10 @@ func CheckBundleVersions(v BundleVersions) error {
 	return nil
 }
 
-// LayoutBundle lays the built binaries out as the plan's bundle in dir,
-// exactly the artifacts internal/bundle lists for the plan (the layout
-// `hybridctl apply --bundle` and `hybridctl bundle verify` read):
-// upstream-shaped tarballs and binaries under linux-amd64/, Calico's
+// LayoutBundle lays the built binaries out as the plan's bundle in dir (the
+// kubelet, kubeadm and kubectl of the plan's Kubernetes version), exactly
+// the artifacts internal/bundle lists for the plan (the layout `hybridctl
+// apply --bundle` and `hybridctl bundle verify` read): upstream-shaped tarballs and binaries under linux-amd64/, Calico's
 // manifests under manifests/ (the repository's vendored copies), and a
 // SHA256SUMS of every file. The tarballs are deterministic (sorted, fixed
 // times and owners), so the same binaries give the same sums. A bundle whose
@@ -132,7 +135,7 @@ func (b *Builder) LayoutBundle(ctx context.Context, dir string, p *plan.Plan) er
 			inputs = []string{r.file}
 		}
 		for _, in := range inputs {
-			p, err := b.path(ctx, in)
+			p, err := b.path(ctx, v.Kubernetes, in)
 			if err != nil {
 				return fmt.Errorf("bundle %s: %w", a.Path, err)
 			}
@@ -225,12 +228,12 @@ func (b *Builder) LayoutBundle(ctx context.Context, dir string, p *plan.Plan) er
 	return nil
 }
 
-// path is Path, or the test's stand-in.
-func (b *Builder) path(ctx context.Context, file string) (string, error) {
+// path is PathFor, or the test's stand-in.
+func (b *Builder) path(ctx context.Context, kubernetes, file string) (string, error) {
 	if b.pathOf != nil {
-		return b.pathOf(ctx, file)
+		return b.pathOf(ctx, kubernetes, file)
 	}
-	return b.Path(ctx, file)
+	return b.PathFor(ctx, kubernetes, file)
 }
 
 func create(path string, mode os.FileMode) (*os.File, error) {

@@ -47,14 +47,18 @@ func verified(t *testing.T, dir string, p *plan.Plan) {
 }
 
 // fakeBuilt writes a small distinct file per artifact file (a stand-in for
-// the built binaries, which take an hour to build) and a Builder that
-// finds them there.
+// the built binaries, which take an hour to build), under src/<artifact>/,
+// and a Builder that finds them there through ArtifactFor, as PathFor
+// does. fake(src, artifact, file) is one of them.
 func fakeBuilt(t *testing.T) (*Builder, string, *bytes.Buffer) {
 	t.Helper()
 	src := t.TempDir()
 	for _, a := range Artifacts() {
+		if err := os.MkdirAll(filepath.Join(src, a.Name), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		for _, f := range a.Files {
-			if err := os.WriteFile(filepath.Join(src, f), []byte("#!/bin/sh\necho "+a.Name+"/"+f+"\n"), 0o755); err != nil {
+			if err := os.WriteFile(fake(src, a.Name, f), []byte("#!/bin/sh\necho "+a.Name+"/"+f+"\n"), 0o755); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -64,11 +68,17 @@ func fakeBuilt(t *testing.T) (*Builder, string, *bytes.Buffer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Builder{Cache: t.TempDir(), Root: root, Log: &log, pathOf: func(_ context.Context, f string) (string, error) {
-		return filepath.Join(src, f), nil
+	b := &Builder{Cache: t.TempDir(), Root: root, Log: &log, pathOf: func(_ context.Context, kubernetes, f string) (string, error) {
+		a, err := ArtifactFor(kubernetes, f)
+		if err != nil {
+			return "", err
+		}
+		return fake(src, a.Name, f), nil
 	}}
 	return b, src, &log
 }
+
+func fake(src, artifact, file string) string { return filepath.Join(src, artifact, file) }
 
 func listTar(t *testing.T, path string) []string {
 	t.Helper()
@@ -153,7 +163,7 @@ func TestLayoutBundle(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	got, _ := os.ReadFile(filepath.Join(x, "bin/ctr"))
-	orig, _ := os.ReadFile(filepath.Join(src, "ctr"))
+	orig, _ := os.ReadFile(fake(src, "containerd", "ctr"))
 	if !bytes.Equal(got, orig) {
 		t.Errorf("bin/ctr extracted is %q, built %q", got, orig)
 	}
@@ -178,7 +188,7 @@ func TestLayoutBundle(t *testing.T) {
 		t.Errorf("two layouts of the same binaries differ:\n%s\n%s", sums, sums2)
 	}
 	// A rebuilt binary makes a new bundle.
-	if err := os.WriteFile(filepath.Join(src, "containerd"), []byte("rebuilt, longer than before\n"), 0o755); err != nil {
+	if err := os.WriteFile(fake(src, "containerd", "containerd"), []byte("rebuilt, longer than before\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	log.Reset()
@@ -215,6 +225,7 @@ func TestBundleVersions(t *testing.T) {
 		mod   func(*spec.ClusterSpec)
 	}{
 		{"spec.kubernetesVersion", func(s *spec.ClusterSpec) { s.KubernetesVersion = "v1.37.1" }},
+		{"spec.kubernetesVersion", func(s *spec.ClusterSpec) { s.KubernetesVersion = "v1.36.2" }},
 		{"spec.containerd.version", func(s *spec.ClusterSpec) { s.Containerd.Version = "2.2.1" }},
 		{"spec.runc.version", func(s *spec.ClusterSpec) { s.Runc.Version = "1.5.2" }},
 		{"spec.cniPlugins.version", func(s *spec.ClusterSpec) { s.CNIPlugins.Version = "1.9.0" }},
@@ -246,5 +257,88 @@ func TestBundleUnknownArtifact(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); err == nil {
 		t.Errorf("a bundle was laid out")
+	}
+}
+
+// TestLayoutBundleOfEachRelease: a spec at v1.36.3 gets v1.36.3's kubelet,
+// kubeadm and kubectl, a spec at v1.37.2 the default release's, and both
+// the same containerd, runc, CNI plugins and crictl.
+func TestLayoutBundleOfEachRelease(t *testing.T) {
+	b, src, _ := fakeBuilt(t)
+	ctx := context.Background()
+	dirs := map[string]string{}
+	for _, r := range Releases() {
+		p := labPlan(t, b.Root, func(s *spec.ClusterSpec) { s.KubernetesVersion = r.Kubernetes })
+		dir := filepath.Join(t.TempDir(), r.Kubernetes)
+		if err := b.LayoutBundle(ctx, dir, p); err != nil {
+			t.Fatalf("%s: %v", r.Kubernetes, err)
+		}
+		verified(t, dir, p)
+		dirs[r.Kubernetes] = dir
+		for _, f := range []string{"kubelet", "kubeadm", "kubectl"} {
+			got, _ := os.ReadFile(filepath.Join(dir, "linux-amd64", f))
+			want, _ := os.ReadFile(fake(src, releaseName("kubernetes", r, r.Kubernetes), f))
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s bundle: %s is %q, want %q", r.Kubernetes, f, got, want)
+			}
+		}
+	}
+	a, _ := os.ReadFile(filepath.Join(dirs["v1.36.3"], "linux-amd64", "kubelet"))
+	c, _ := os.ReadFile(filepath.Join(dirs["v1.37.2"], "linux-amd64", "kubelet"))
+	if bytes.Equal(a, c) {
+		t.Fatal("the two releases' bundles have the same kubelet")
+	}
+	for _, f := range []string{"runc.amd64", "containerd-2.2.2-linux-amd64.tar.gz", "crictl-v1.37.0-linux-amd64.tar.gz", "cni-plugins-linux-amd64-v1.10.0.tgz"} {
+		a, _ := os.ReadFile(filepath.Join(dirs["v1.36.3"], "linux-amd64", f))
+		c, _ := os.ReadFile(filepath.Join(dirs["v1.37.2"], "linux-amd64", f))
+		if len(a) == 0 || !bytes.Equal(a, c) {
+			t.Errorf("%s differs between the releases' bundles", f)
+		}
+	}
+}
+
+// TestArtifactFor: each release's files come from its own artifacts, the
+// rest from the shared ones; every release has every file its images and
+// bundle need; names are unique.
+func TestArtifactFor(t *testing.T) {
+	for _, c := range []struct{ kubernetes, file, artifact string }{
+		{"v1.37.2", "kubelet", "kubernetes"},
+		{"v1.36.3", "kubelet", "kubernetes-v1.36.3"},
+		{"v1.36.3", "kube-apiserver", "kubernetes-v1.36.3"},
+		{"v1.37.2", "etcd", "etcd"},
+		{"v1.36.3", "etcd", "etcd-v1.36.3"},
+		{"v1.37.2", "coredns", "coredns"},
+		{"v1.36.3", "coredns", "coredns-v1.14.2"},
+		{"v1.36.3", "containerd", "containerd"},
+		{"v1.36.3", "pause", "lab-programs"},
+		{"v1.36.3", "hybridctl", "hybridctl"},
+	} {
+		a, err := ArtifactFor(c.kubernetes, c.file)
+		if err != nil || a.Name != c.artifact {
+			t.Errorf("ArtifactFor(%s, %s) = %s, %v; want %s", c.kubernetes, c.file, a.Name, err, c.artifact)
+		}
+	}
+	for _, bad := range [][2]string{{"v1.35.0", "kubelet"}, {"v1.36.3", "kubelet.exe"}, {"", "containerd"}} {
+		if a, err := ArtifactFor(bad[0], bad[1]); err == nil {
+			t.Errorf("ArtifactFor(%q, %q) = %s, want an error", bad[0], bad[1], a.Name)
+		}
+	}
+	names := map[string]bool{}
+	for _, a := range Artifacts() {
+		if names[a.Name] {
+			t.Errorf("artifact %s listed twice", a.Name)
+		}
+		names[a.Name] = true
+	}
+	for _, r := range Releases() {
+		for _, d := range Images() {
+			for _, f := range d.Binaries {
+				if a, err := ArtifactFor(r.Kubernetes, f); err != nil {
+					t.Errorf("%s: image %s: %v", r.Kubernetes, d.Name, err)
+				} else if r.tag(d.Name) != "" && a.Kubernetes() != r.Kubernetes {
+					t.Errorf("%s: image %s takes %s from %s, of another release", r.Kubernetes, d.Name, f, a.Name)
+				}
+			}
+		}
 	}
 }

@@ -16,8 +16,11 @@ func (u UsageError) Error() string { return u.Msg }
 // Usage lists the artifact commands; hack/lab/lab dispatches them here.
 const Usage = `artifact commands (hack/lab/artifacts):
   build [NAME...]                          build (or reuse from the cache) every artifact, or the named ones
-  list                                     the artifacts: name, version, files, purpose
-  path FILE                                print a built binary's path (registry, containerd, kubelet, ...)
+                                           (each Kubernetes release's: kubernetes, etcd, coredns for v1.37.2;
+                                           kubernetes-v1.36.3, etcd-v1.36.3, coredns-v1.14.2 for v1.36.3)
+  list                                     the artifacts: name, version, Kubernetes release ("-": any), files, purpose
+  path [--kubernetes-version V] FILE       print a built binary's path (registry, containerd, kubelet, ...),
+                                           of release V where it depends on it (default ` + KubernetesVersion + `)
   images -f SPEC [--registry HOST:PORT] [--ca FILE]
                                            build every Linux image plan lists for SPEC, plus
                                            hybridctl-lab/{hybridctl,podnet}:lab, and push them;
@@ -55,12 +58,20 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		for _, a := range Artifacts() {
-			fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\n", a.Name, a.Version, strings.Join(a.Files, ","), a.Purpose)
+			k := a.Kubernetes()
+			if k == "" {
+				k = "-"
+			}
+			fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\t%s\n", a.Name, a.Version, k, strings.Join(a.Files, ","), a.Purpose)
 		}
 		return nil
 	case "path":
+		kubernetes := fs.String("kubernetes-version", KubernetesVersion, "the Kubernetes release ("+strings.Join(KubernetesVersions(), ", ")+")")
 		if err := parse(); err != nil {
 			return err
+		}
+		if _, err := LookupRelease(*kubernetes); err != nil {
+			return UsageError{err.Error()}
 		}
 		if fs.NArg() != 1 {
 			return UsageError{"path takes one file name\n" + Usage}
@@ -69,7 +80,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		p, err := b.Path(ctx, fs.Arg(0))
+		p, err := b.PathFor(ctx, *kubernetes, fs.Arg(0))
 		if err != nil {
 			return err
 		}

@@ -96,9 +96,10 @@ func baseEntries() []entry {
 	}
 }
 
-// BuildImage assembles an image from built binaries. It is deterministic:
-// the same binaries give the same digest.
-func (b *Builder) BuildImage(ctx context.Context, d ImageDef) (v1.Image, error) {
+// BuildImage assembles an image from built binaries, those of the given
+// Kubernetes release where they depend on it. It is deterministic: the same
+// binaries give the same digest.
+func (b *Builder) BuildImage(ctx context.Context, kubernetes string, d ImageDef) (v1.Image, error) {
 	base, err := newLayer(baseEntries())
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", d.Name, err)
@@ -117,7 +118,7 @@ func (b *Builder) BuildImage(ctx context.Context, d ImageDef) (v1.Image, error) 
 	}
 	var app []entry
 	for _, bin := range d.Binaries {
-		p, err := b.Path(ctx, bin)
+		p, err := b.PathFor(ctx, kubernetes, bin)
 		if err != nil {
 			return nil, fmt.Errorf("image %s: %w", d.Name, err)
 		}

@@ -66,11 +66,11 @@ func TestImagesDeterministicAndComplete(t *testing.T) {
 			if !ok {
 				t.Fatalf("no image %s", name)
 			}
-			img1, err := b.BuildImage(ctx, d)
+			img1, err := b.BuildImage(ctx, KubernetesVersion, d)
 			if err != nil {
 				t.Fatal(err)
 			}
-			img2, err := b.BuildImage(ctx, d)
+			img2, err := b.BuildImage(ctx, KubernetesVersion, d)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,7 +130,7 @@ func TestImageChangesWithItsBinary(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "pause"), append(static, extra...), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		img, err := b.BuildImage(context.Background(), d)
+		img, err := b.BuildImage(context.Background(), KubernetesVersion, d)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -49,9 +49,9 @@ func PodNetworkManifest(image, apiEndpoint string, mtu int) ([]byte, error) {
 	}
 	return fmt.Appendf(nil, `# The hybridctl lab's pod network (hack/lab, docs/e2e.md): the CNI bridge and
 # host-local plugins on each Node's spec.podCIDR, and the podnet agent, which
-# writes that CNI configuration and routes every other node's podCIDR via its
-# InternalIP. It stands where apply would install Calico (which cannot be
-# built here).
+# watches the Nodes, writes that CNI configuration and routes every other
+# node's podCIDR via its InternalIP. It stands where apply would install
+# Calico (which cannot be built here).
 apiVersion: v1
 kind: ServiceAccount
 metadata:
@@ -65,7 +65,7 @@ metadata:
 rules:
 - apiGroups: [""]
   resources: ["nodes"]
-  verbs: ["get", "list"]
+  verbs: ["get", "list", "watch"]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
@@ -118,7 +118,7 @@ spec:
             cpu: 10m
             memory: 16Mi
           limits:
-            memory: 64Mi
+            memory: 128Mi
         volumeMounts:
         - name: cni-conf
           mountPath: /host/etc/cni/net.d

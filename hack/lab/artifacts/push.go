@@ -30,28 +30,29 @@ type PlanImage struct {
 }
 
 // PlanImages runs the built hybridctl's `plan -o json -f SPEC` and returns
-// its .images[].
-func (b *Builder) PlanImages(ctx context.Context, spec string) ([]PlanImage, error) {
+// its .kubernetesVersion and .images[].
+func (b *Builder) PlanImages(ctx context.Context, spec string) (string, []PlanImage, error) {
 	bin, err := b.Path(ctx, "hybridctl")
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, "plan", "-o", "json", "-f", spec)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("hybridctl plan -o json -f %s: %w\n%s%s", spec, err, stdout.Bytes(), stderr.Bytes())
+		return "", nil, fmt.Errorf("hybridctl plan -o json -f %s: %w\n%s%s", spec, err, stdout.Bytes(), stderr.Bytes())
 	}
 	var p struct {
-		Images []PlanImage `json:"images"`
+		KubernetesVersion string      `json:"kubernetesVersion"`
+		Images            []PlanImage `json:"images"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &p); err != nil {
-		return nil, fmt.Errorf("hybridctl plan -o json -f %s: %w", spec, err)
+		return "", nil, fmt.Errorf("hybridctl plan -o json -f %s: %w", spec, err)
 	}
 	if len(p.Images) == 0 {
-		return nil, fmt.Errorf("hybridctl plan -o json -f %s lists no images", spec)
+		return "", nil, fmt.Errorf("hybridctl plan -o json -f %s lists no images", spec)
 	}
-	return p.Images, nil
+	return p.KubernetesVersion, p.Images, nil
 }
 
 // Unbuildable are images plan may list that cannot be built here (Calico's
@@ -78,15 +79,20 @@ type PushOptions struct {
 	CA string
 }
 
-// PushImages builds every Linux image plan lists for the spec, plus the
-// extra images (hybridctl, podnet) under the same registry, and pushes them.
-// Windows images and Calico's are skipped with a line on the log.
+// PushImages builds every Linux image plan lists for the spec, from the
+// binaries of the spec's Kubernetes version, plus the extra images
+// (hybridctl, podnet) under the same registry, and pushes them. Windows
+// images and Calico's are skipped with a line on the log.
 func (b *Builder) PushImages(ctx context.Context, spec string, opts PushOptions) ([]Pushed, error) {
-	planned, err := b.PlanImages(ctx, spec)
+	kubernetes, planned, err := b.PlanImages(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
-	todo, err := selectImages(planned, b.Log)
+	rel, err := LookupRelease(kubernetes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", spec, err)
+	}
+	todo, err := selectImages(planned, rel, b.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +106,7 @@ func (b *Builder) PushImages(ctx context.Context, spec string, opts PushOptions)
 	for _, w := range todo {
 		img, ok := built[w.def.Name]
 		if !ok {
-			if img, err = b.BuildImage(ctx, w.def); err != nil {
+			if img, err = b.BuildImage(ctx, rel.Kubernetes, w.def); err != nil {
 				return nil, err
 			}
 			built[w.def.Name] = img
@@ -137,15 +143,18 @@ type want struct {
 
 // selectImages matches plan's images to the lab's definitions by their
 // repository's last path element, skips Windows and Calico images (with a
-// line on log), refuses any other image it cannot build, and adds the extra
-// images under the registry of plan's first image.
-func selectImages(planned []PlanImage, log io.Writer) ([]want, error) {
+// line on log), refuses any other image it cannot build and any image of
+// Kubernetes whose tag is not the release's (the binaries in it would not
+// be what the tag says), and adds the extra images under the registry of
+// plan's first image.
+func selectImages(planned []PlanImage, rel Release, log io.Writer) ([]want, error) {
 	var todo []want
 	registry := ""
 	for _, pi := range planned {
 		repo, _, _ := strings.Cut(pi.Image, "@")
+		tag := ""
 		if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
-			repo = repo[:i]
+			repo, tag = repo[:i], repo[i+1:]
 		}
 		if registry == "" {
 			registry, _, _ = strings.Cut(repo, "/")
@@ -162,6 +171,9 @@ func selectImages(planned []PlanImage, log io.Writer) ([]want, error) {
 		if !ok {
 			return nil, fmt.Errorf("plan lists %s (%s), which the lab cannot build", pi.Image, pi.Name)
 		}
+		if w := rel.tag(d.Name); w != "" && tag != w && !strings.HasPrefix(tag, w+"-") {
+			return nil, fmt.Errorf("plan lists %s (%s); the lab builds %s:%s for Kubernetes %s", pi.Image, pi.Name, d.Name, w, rel.Kubernetes)
+		}
 		todo = append(todo, want{pi.Image, d})
 	}
 	if registry == "" {
@@ -172,6 +184,21 @@ func selectImages(planned []PlanImage, log io.Writer) ([]want, error) {
 		todo = append(todo, want{registry + "/" + ExtraRepository + "/" + n + ":" + ExtraTag, d})
 	}
 	return todo, nil
+}
+
+// tag is the version the release's image of a name carries (etcd's before
+// its image revision: 3.6.8 of 3.6.8-0), empty for an image that is not
+// the release's own (pause, hello, ...).
+func (r Release) tag(image string) string {
+	switch image {
+	case "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy":
+		return r.Kubernetes
+	case "etcd":
+		return r.Etcd
+	case "coredns":
+		return r.CoreDNS
+	}
+	return ""
 }
 
 // transport trusts only the CA file's certificates (none given: the

@@ -138,7 +138,7 @@ func TestRegistryOverTLS(t *testing.T) {
 	addr := startRegistry(t, b, dir)
 
 	d, _ := LookupImage("hello")
-	img, err := b.BuildImage(ctx, d)
+	img, err := b.BuildImage(ctx, KubernetesVersion, d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,8 +94,11 @@ func FromSpec(r *spec.Result, dir, cache string) (*Lab, error) {
 			add("spec.network.ntpServers", "%s is not the gateway %s: the lab's nodes reach nothing else", s, gw)
 		}
 	}
+	if _, err := artifacts.LookupRelease(c.Spec.KubernetesVersion); err != nil {
+		add("spec.kubernetesVersion", "the lab's bundle and images hold what it builds, Kubernetes %s, not %q",
+			strings.Join(artifacts.KubernetesVersions(), " or "), c.Spec.KubernetesVersion)
+	}
 	for _, v := range []struct{ path, got, want string }{
-		{"spec.kubernetesVersion", c.Spec.KubernetesVersion, artifacts.KubernetesVersion},
 		{"spec.containerd.version", c.Spec.Containerd.Version, artifacts.ContainerdVersion},
 		{"spec.runc.version", c.Spec.Runc.Version, artifacts.RuncVersion},
 		{"spec.cniPlugins.version", c.Spec.CNIPlugins.Version, artifacts.CNIPluginsVersion},

@@ -142,8 +142,24 @@ spec:
 	if lab.Versions.Containerd != "2.2.2" || lab.Versions.Kubernetes != "v1.37.2" {
 		t.Errorf("versions %+v", lab.Versions)
 	}
+	if got, want := lab.BundleDir(), "/x/bundles/v1.37.2"; got != want {
+		t.Errorf("bundle directory %s, want %s", got, want)
+	}
+	// Every release the lab builds fits, each with a bundle of its own.
+	y := strings.Replace(fill("10.77.0.1", "10.77.0.1", "22"), "spec:\n", "spec:\n  kubernetesVersion: v1.36.3\n  crictl: {version: 1.37.0}\n", 1)
+	old, err := FromSpec(loadSpec(t, y), "/x/clusters/other", "/x")
+	if err != nil {
+		t.Fatalf("a v1.36.3 spec: %v", err)
+	}
+	if old.Versions.Kubernetes != "v1.36.3" || old.BundleDir() != "/x/bundles/v1.36.3" {
+		t.Errorf("v1.36.3: versions %+v, bundle %s", old.Versions, old.BundleDir())
+	}
+	if !strings.Contains(strings.Join(old.ApplyFlags(), " "), "--bundle /x/bundles/v1.36.3") {
+		t.Errorf("v1.36.3 apply flags: %v", old.ApplyFlags())
+	}
 	for _, c := range []struct{ field, yaml string }{
 		{"spec.kubernetesVersion", "  kubernetesVersion: v1.37.1\n"},
+		{"spec.kubernetesVersion", "  kubernetesVersion: v1.36.2\n  crictl: {version: 1.37.0}\n"},
 		{"spec.containerd.version", "  containerd: {version: 2.2.1}\n"},
 		{"spec.runc.version", "  runc: {version: 1.5.2}\n"},
 		{"spec.cniPlugins.version", "  cniPlugins: {version: 1.9.0}\n"},

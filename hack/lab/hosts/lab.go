@@ -55,7 +55,7 @@ type Lab struct {
 	Records   []Record
 	Nodes     []Node
 	// Versions are what the bundle holds (the spec's pinned versions,
-	// which FromSpec requires to be the ones the lab builds).
+	// which FromSpec requires to be ones the lab builds).
 	Versions artifacts.BundleVersions
 	// APIEndpoint is the spec's controlPlaneEndpoint (host:port), which the
 	// nodes resolve through the lab's DNS.
@@ -96,9 +96,16 @@ func (l *Lab) NodeDir(n string) string {
 	return filepath.Join(l.Dir, "nodes", n)
 }
 func (l *Lab) NodeRoot(n string) string { return filepath.Join(l.NodeDir(n), "root") }
-func (l *Lab) BundleDir() string        { return filepath.Join(l.CacheDir, "bundle") }
+func (l *Lab) BundleDir() string        { return BundleDir(l.CacheDir, l.Versions.Kubernetes) }
 func (l *Lab) RegistryStorage() string  { return filepath.Join(l.CacheDir, "registry") }
 func (l *Lab) LogDir() string           { return filepath.Join(l.Dir, "log") }
+
+// BundleDir is where `lab bundle` lays out the bundle of a Kubernetes
+// version: one directory per version (bundles/v1.36.3, bundles/v1.37.2),
+// so an upgrade applies with one and upgrades with the other.
+func BundleDir(cache, kubernetes string) string {
+	return filepath.Join(cache, "bundles", kubernetes)
+}
 
 // Markers that identify the lab's resources on the host, for Down and
 // Leftovers.

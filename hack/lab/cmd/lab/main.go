@@ -8,7 +8,8 @@
 //	lab flags -f SPEC [--for apply|reset]  the extra flags hybridctl needs
 //	lab kubeconfig -f SPEC   the admin kubeconfig's path
 //	lab check                what this machine lacks to run the lab
-//	lab bundle -f SPEC       lay the built binaries out as the spec's bundle
+//	lab bundle -f SPEC       lay the built binaries out as the spec's bundle,
+//	                         one directory per Kubernetes version
 //
 // Exit codes: 0 ok; 1 the spec does not fit, leftovers found or something
 // missing; 2 usage; 3 could not complete.
@@ -41,10 +42,11 @@ const usage = `usage: lab COMMAND [flags]
   kubeconfig -f SPEC      print the admin kubeconfig's path (once applied)
   check                   print what this machine lacks to run the lab
   push -f SPEC            build and push every image to the running lab's registry (its CA)
-  bundle -f SPEC          lay the built binaries out as SPEC's bundle (apply --bundle) and print its path
+  bundle -f SPEC          lay the built binaries out as SPEC's bundle (apply --bundle) and print its path:
+                          <cache>/bundles/<spec.kubernetesVersion>, one per version
   podnet -f SPEC          print the lab's pod network manifest, its image in the lab registry
   build | list | path | images | podnet-manifest
-                          the artifacts: binaries, images, pod network (docs/e2e.md)
+                          the artifacts: binaries (Kubernetes v1.37.2 and v1.36.3), images, pod network (docs/e2e.md)
 
 See docs/e2e.md.
 `
@@ -227,6 +229,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := b.LayoutBundle(ctx, lab.BundleDir(), lab.Plan); err != nil {
 			return err
 		}
+		// One bundle for every version used to be laid out in
+		// <cache>/bundle; it is no one's any more.
+		_ = os.RemoveAll(filepath.Join(cache, "bundle"))
+		_ = os.Remove(filepath.Join(cache, "bundle.lab-stamp"))
 		fmt.Fprintln(stdout, lab.BundleDir())
 		return nil
 	case "podnet":

@@ -51,6 +51,14 @@ func TestCommandLine(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(strings.Replace(fitting, "source: bundle", "source: upstream", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	v136 := filepath.Join(dir, "v136.yaml")
+	if err := os.WriteFile(v136, []byte(strings.Replace(fitting, "spec:\n", "spec:\n  kubernetesVersion: v1.36.3\n  crictl: {version: 1.37.0}\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v135 := filepath.Join(dir, "v135.yaml")
+	if err := os.WriteFile(v135, []byte(strings.Replace(fitting, "spec:\n", "spec:\n  kubernetesVersion: v1.35.4\n  crictl: {version: 1.37.0}\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		args    []string
 		code    int
@@ -66,6 +74,9 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"up", "-f", bad}, 1, "", "spec.packages.source"},
 		{[]string{"flags", "-f", good}, 0, "--identity " + filepath.Join(os.Getenv("XDG_CACHE_HOME"), "hybridctl/lab/clusters/t1/id_ed25519"), ""},
 		{[]string{"flags", "-f", good, "--for", "reset"}, 0, "--known-hosts ", ""},
+		{[]string{"flags", "-f", good}, 0, "--bundle " + filepath.Join(os.Getenv("XDG_CACHE_HOME"), "hybridctl/lab/bundles/v1.37.2") + " ", ""},
+		{[]string{"flags", "-f", v136}, 0, "--bundle " + filepath.Join(os.Getenv("XDG_CACHE_HOME"), "hybridctl/lab/bundles/v1.36.3") + " ", ""},
+		{[]string{"flags", "-f", v135}, 1, "", "v135.yaml:5: spec.kubernetesVersion: the lab's bundle and images hold what it builds, Kubernetes v1.37.2 or v1.36.3, not \"v1.35.4\""},
 		{[]string{"kubeconfig", "-f", good}, 1, "", "no admin kubeconfig yet"},
 	}
 	for _, c := range cases {

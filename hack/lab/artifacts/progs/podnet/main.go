@@ -6,30 +6,32 @@
 // NET_ADMIN), which:
 //
 //   - writes the node's CNI configuration (bridge + host-local on its
-//     podCIDR, then portmap) once the node has a podCIDR;
+//     podCIDR, then portmap) once the node has a podCIDR, atomically and so
+//     that containerd's watcher of the directory reloads it (see
+//     writeConf); the bridge plugin's forceAddress moves the bridge to a new
+//     podCIDR's gateway when the node comes back with another one;
 //   - keeps one route per other node: its podCIDR via its InternalIP. All
 //     lab nodes share one layer-2 bridge, so no encapsulation is needed.
-//     Routes it owns carry the routing protocol number 201 and are removed
-//     when their node goes away.
+//     Routes it owns carry the routing protocol number 201; those of nodes
+//     that are gone or changed are removed.
 //
-// It polls the API (GET /api/v1/nodes, 10 s deadline) every INTERVAL
-// (default 10s) with its ServiceAccount token. Environment: NODE_NAME
-// (required, from the downward API), CNI_CONF_DIR (default
-// /host/etc/cni/net.d), MTU (optional), KUBERNETES_SERVICE_HOST/PORT.
+// It watches the Nodes (a client-go informer with its ServiceAccount) and
+// acts on every change of a podCIDR or an InternalIP, a node added or
+// deleted, at once; every RESYNC (default 30s) it checks the configuration
+// and the routes again, so one changed by hand is put back. Environment:
+// NODE_NAME (required, from the downward API), CNI_CONF_DIR (default
+// /host/etc/cni/net.d), MTU (optional), RESYNC (optional),
+// KUBERNETES_SERVICE_HOST/PORT.
 package main
 
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -39,10 +41,18 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	listersv1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/hybridctl/hybridctl/internal/atomicfile"
 )
 
 const (
-	saDir       = "/var/run/secrets/kubernetes.io/serviceaccount"
 	routeProto  = netlink.RouteProtocol(201)
 	confName    = "10-hybridctl-lab.conflist"
 	networkName = "hybridctl-lab"
@@ -59,18 +69,25 @@ func main() {
 }
 
 type config struct {
-	node     string
-	confDir  string
-	mtu      int
-	interval time.Duration
-	apiURL   string
-	client   *http.Client
+	node    string
+	confDir string
+	mtu     int
+	resync  time.Duration
 }
 
-func run(ctx context.Context) error {
-	c := config{node: os.Getenv("NODE_NAME"), confDir: os.Getenv("CNI_CONF_DIR"), interval: 10 * time.Second}
+// agent is one node's podnet: its routing table (a netlink handle on the
+// node's network namespace) and what it last wrote, so that it writes the
+// configuration once after it starts and then only when it changes.
+type agent struct {
+	config
+	nl      *netlink.Handle
+	written []byte
+}
+
+func configFromEnv() (config, error) {
+	c := config{node: os.Getenv("NODE_NAME"), confDir: os.Getenv("CNI_CONF_DIR"), resync: 30 * time.Second}
 	if c.node == "" {
-		return errors.New("NODE_NAME is not set")
+		return c, errors.New("NODE_NAME is not set")
 	}
 	if c.confDir == "" {
 		c.confDir = "/host/etc/cni/net.d"
@@ -78,58 +95,115 @@ func run(ctx context.Context) error {
 	if v := os.Getenv("MTU"); v != "" {
 		m, err := strconv.Atoi(v)
 		if err != nil || m < 576 || m > 65535 {
-			return fmt.Errorf("MTU %q: want 576-65535", v)
+			return c, fmt.Errorf("MTU %q: want 576-65535", v)
 		}
 		c.mtu = m
 	}
-	if v := os.Getenv("INTERVAL"); v != "" {
+	if v := os.Getenv("RESYNC"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < time.Second {
-			return fmt.Errorf("INTERVAL %q: want a duration of at least 1s", v)
+			return c, fmt.Errorf("RESYNC %q: want a duration of at least 1s", v)
 		}
-		c.interval = d
+		c.resync = d
 	}
-	host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
-	if host == "" || port == "" {
-		return errors.New("KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set (not in a pod?)")
-	}
-	c.apiURL = "https://" + net.JoinHostPort(host, port)
-	caPEM, err := os.ReadFile(filepath.Join(saDir, "ca.crt"))
+	return c, nil
+}
+
+func run(ctx context.Context) error {
+	c, err := configFromEnv()
 	if err != nil {
-		return fmt.Errorf("read the cluster CA: %w", err)
+		return err
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return fmt.Errorf("%s/ca.crt holds no certificate", saDir)
+	// The in-cluster configuration: KUBERNETES_SERVICE_HOST/PORT, the
+	// ServiceAccount's CA, and its token, read again as the kubelet
+	// rotates it.
+	rc, err := rest.InClusterConfig()
+	if err != nil {
+		return fmt.Errorf("the API server's address and credentials: %w", err)
 	}
-	c.client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	rc.UserAgent = "hybridctl-lab-podnet/" + c.node
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	h, err := netlink.NewHandle()
+	if err != nil {
+		return fmt.Errorf("netlink: %w", err)
+	}
+	defer h.Close()
+	return watch(ctx, cs, &agent{config: c, nl: h})
+}
+
+// watch runs the agent on the Nodes cs serves until ctx is done.
+func watch(ctx context.Context, cs kubernetes.Interface, a *agent) error {
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	nodes := factory.Core().V1().Nodes()
+	kick := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case kick <- struct{}{}:
+		default: // a sync is due already
+		}
+	}
+	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { poke() },
+		UpdateFunc: func(old, cur any) {
+			if changed(old, cur) {
+				poke()
+			}
+		},
+		DeleteFunc: func(any) { poke() },
+	}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), nodes.Informer().HasSynced) {
+		return ctx.Err()
+	}
+	return a.loop(ctx, nodes.Lister(), kick)
+}
+
+// loop syncs at once, on every kick, and every resync interval, until ctx
+// is done.
+func (a *agent) loop(ctx context.Context, lister listersv1.NodeLister, kick <-chan struct{}) error {
+	t := time.NewTicker(a.resync)
+	defer t.Stop()
 	for {
-		if err := c.sync(ctx); err != nil {
+		ns, err := lister.List(labels.Everything())
+		if err == nil {
+			err = a.sync(ctx, ns)
+		}
+		if err != nil {
 			log.Print("podnet: ", err)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(c.interval):
+		case <-kick:
+		case <-t.C:
 		}
 	}
 }
 
-type nodeList struct {
-	Items []struct {
-		Metadata struct {
-			Name string `json:"name"`
-		} `json:"metadata"`
-		Spec struct {
-			PodCIDRs []string `json:"podCIDRs"`
-		} `json:"spec"`
-		Status struct {
-			Addresses []struct {
-				Type    string `json:"type"`
-				Address string `json:"address"`
-			} `json:"addresses"`
-		} `json:"status"`
-	} `json:"items"`
+// changed says whether an update matters to the pod network: a podCIDR or
+// an InternalIP (not the status heartbeats every node sends).
+func changed(old, cur any) bool {
+	o, ok1 := old.(*corev1.Node)
+	n, ok2 := cur.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return o.Spec.PodCIDR != n.Spec.PodCIDR || !slices.Equal(o.Spec.PodCIDRs, n.Spec.PodCIDRs) || !internalIP(o).Equal(internalIP(n))
+}
+
+func internalIP(n *corev1.Node) net.IP {
+	for _, a := range n.Status.Addresses {
+		if ip := net.ParseIP(a.Address).To4(); a.Type == corev1.NodeInternalIP && ip != nil {
+			return ip
+		}
+	}
+	return nil
 }
 
 // peer is another node's pod CIDR and the address that reaches it.
@@ -139,64 +213,44 @@ type peer struct {
 	via  net.IP
 }
 
-func (c *config) sync(ctx context.Context) error {
-	// The token is read every time: the kubelet rotates it.
-	tok, err := os.ReadFile(filepath.Join(saDir, "token"))
-	if err != nil {
-		return fmt.Errorf("read the ServiceAccount token: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.apiURL+"/api/v1/nodes", nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+string(bytes.TrimSpace(tok)))
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("list nodes: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
-	if err != nil {
-		return fmt.Errorf("list nodes: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("list nodes: %s: %.200s", resp.Status, body)
-	}
-	var nl nodeList
-	if err := json.Unmarshal(body, &nl); err != nil {
-		return fmt.Errorf("list nodes: %w", err)
-	}
-	var own *net.IPNet
-	var peers []peer
-	for _, n := range nl.Items {
-		cidr := firstV4(n.Spec.PodCIDRs)
+// desired is the node's own podCIDR (nil: none yet) and the routes to every
+// other node's.
+func desired(self string, ns []*corev1.Node) (own *net.IPNet, peers []peer) {
+	for _, n := range ns {
+		cidrs := n.Spec.PodCIDRs
+		if len(cidrs) == 0 && n.Spec.PodCIDR != "" {
+			cidrs = []string{n.Spec.PodCIDR}
+		}
+		cidr := firstV4(cidrs)
 		if cidr == nil {
 			continue
 		}
-		if n.Metadata.Name == c.node {
+		if n.Name == self {
 			own = cidr
 			continue
 		}
-		var via net.IP
-		for _, a := range n.Status.Addresses {
-			if ip := net.ParseIP(a.Address).To4(); a.Type == "InternalIP" && ip != nil {
-				via = ip
-				break
-			}
-		}
-		if via != nil {
-			peers = append(peers, peer{node: n.Metadata.Name, cidr: cidr, via: via})
+		if via := internalIP(n); via != nil {
+			peers = append(peers, peer{node: n.Name, cidr: cidr, via: via})
 		}
 	}
+	slices.SortFunc(peers, func(a, b peer) int { return bytes.Compare(a.cidr.IP.To4(), b.cidr.IP.To4()) })
+	return own, peers
+}
+
+// sync makes the node's CNI configuration and routes what the Nodes say.
+// The routes are kept whether or not the node has a podCIDR yet.
+func (a *agent) sync(ctx context.Context, ns []*corev1.Node) error {
+	own, peers := desired(a.node, ns)
+	var errs []error
 	if own == nil {
-		return fmt.Errorf("node %s has no IPv4 podCIDR yet (is the controller manager allocating node CIDRs?)", c.node)
+		errs = append(errs, fmt.Errorf("node %s has no IPv4 podCIDR yet (is the controller manager allocating node CIDRs?)", a.node))
+	} else if err := a.writeConf(ctx, own); err != nil {
+		errs = append(errs, err)
 	}
-	if err := c.writeConf(own); err != nil {
-		return err
+	if err := syncRoutes(ctx, a.nl, peers); err != nil {
+		errs = append(errs, err)
 	}
-	return syncRoutes(peers)
+	return errors.Join(errs...)
 }
 
 func firstV4(cidrs []string) *net.IPNet {
@@ -208,10 +262,14 @@ func firstV4(cidrs []string) *net.IPNet {
 	return nil
 }
 
-// conflist is the node's CNI configuration for its pod CIDR.
+// conflist is the node's CNI configuration for its pod CIDR. forceAddress
+// lets the bridge plugin replace the bridge's address when the node comes
+// back with another podCIDR (after a reset and a join): without it every
+// pod sandbox there fails with `"cni0" already has an IP address different
+// from ...`, the old gateway still on the bridge.
 func conflist(podCIDR string, mtu int) ([]byte, error) {
 	bridge := map[string]any{
-		"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+		"type": "bridge", "bridge": "cni0", "isGateway": true, "forceAddress": true, "ipMasq": false, "hairpinMode": true,
 		"ipam": map[string]any{
 			"type":   "host-local",
 			"ranges": [][]map[string]string{{{"subnet": podCIDR}}},
@@ -231,51 +289,56 @@ func conflist(podCIDR string, mtu int) ([]byte, error) {
 	}, "", "  ")
 }
 
-func (c *config) writeConf(own *net.IPNet) error {
-	data, err := conflist(own.String(), c.mtu)
+// writeConf writes the node's CNI configuration when it is not on disk as
+// it should be, and once after the agent starts whatever is on disk.
+//
+// containerd reloads the directory's configuration on a write, rename or
+// remove event of its watcher and ignores create events
+// (internal/cri/server/cni_conf_syncer.go in containerd 2.2): a file put
+// in place by a rename from another directory, or moved back by hand, is
+// not seen. atomicfile writes it beside its place under a name the CNI
+// loader skips (.NAME.tmp-*, no .conf/.conflist/.json suffix), syncs and
+// renames it over its place: readers see the old or the new file, never
+// half of one, and the rename away from the temporary name is the event
+// containerd acts on. The write after a start covers a configuration that
+// was put back while no agent ran (containerd would still be without a
+// network).
+func (a *agent) writeConf(ctx context.Context, own *net.IPNet) error {
+	data, err := conflist(own.String(), a.mtu)
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(c.confDir, confName)
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+	path := filepath.Join(a.confDir, confName)
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) && bytes.Equal(a.written, data) {
 		return nil
 	}
-	if err := os.MkdirAll(c.confDir, 0o755); err != nil {
+	if err := os.MkdirAll(a.confDir, 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(c.confDir, ".podnet-")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if err := atomicfile.Write(ctx, path, data, 0o644, atomicfile.Options{}); err != nil {
+		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
+	a.written = data
 	log.Printf("podnet: wrote %s for %s", path, own)
 	return nil
 }
 
-func syncRoutes(peers []peer) error {
-	have, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Protocol: routeProto}, netlink.RT_FILTER_PROTOCOL)
+// syncRoutes makes the routes podnet owns (protocol 201) in h's network
+// namespace exactly one per peer: added, replaced when a peer's address
+// changed, removed when their node is gone or has another podCIDR.
+func syncRoutes(ctx context.Context, h *netlink.Handle, peers []peer) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	have, err := h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Protocol: routeProto}, netlink.RT_FILTER_PROTOCOL)
 	if err != nil {
 		return fmt.Errorf("list routes: %w", err)
 	}
 	var errs []error
 	for _, p := range peers {
 		r := &netlink.Route{Dst: p.cidr, Gw: p.via, Protocol: routeProto}
-		i := slices.IndexFunc(have, func(h netlink.Route) bool {
-			return h.Dst != nil && h.Dst.String() == p.cidr.String() && h.Gw.Equal(p.via)
+		i := slices.IndexFunc(have, func(r netlink.Route) bool {
+			return r.Dst != nil && r.Dst.String() == p.cidr.String() && r.Gw.Equal(p.via)
 		})
 		if i >= 0 {
 			have = slices.Delete(have, i, i+1)
@@ -283,19 +346,19 @@ func syncRoutes(peers []peer) error {
 		}
 		// RouteReplace replaces any route to the same destination: it is
 		// no longer stale (deleting it after would remove the new one).
-		have = slices.DeleteFunc(have, func(h netlink.Route) bool { return h.Dst != nil && h.Dst.String() == p.cidr.String() })
-		if err := netlink.RouteReplace(r); err != nil {
+		have = slices.DeleteFunc(have, func(r netlink.Route) bool { return r.Dst != nil && r.Dst.String() == p.cidr.String() })
+		if err := h.RouteReplace(r); err != nil {
 			errs = append(errs, fmt.Errorf("route %s via %s (node %s): %w", p.cidr, p.via, p.node, err))
 			continue
 		}
 		log.Printf("podnet: route %s via %s (node %s)", p.cidr, p.via, p.node)
 	}
-	for _, h := range have {
-		if err := netlink.RouteDel(&h); err != nil {
-			errs = append(errs, fmt.Errorf("remove stale route %s: %w", h.Dst, err))
+	for _, r := range have {
+		if err := h.RouteDel(&r); err != nil {
+			errs = append(errs, fmt.Errorf("remove stale route %s: %w", r.Dst, err))
 			continue
 		}
-		log.Printf("podnet: removed stale route %s via %s", h.Dst, h.Gw)
+		log.Printf("podnet: removed stale route %s via %s", r.Dst, r.Gw)
 	}
 	return errors.Join(errs...)
 }
