@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 )
 
@@ -52,8 +52,8 @@ func WindowsInput(apiHost string, apiPort int) []byte {
 
 // ClockCommand is the command that samples a node's clock on its own, so
 // the round trip around it is short.
-func ClockCommand(os provision.OS) string {
-	if os == provision.Windows {
+func ClockCommand(os engine.OS) string {
+	if os == engine.Windows {
 		return "[DateTimeOffset]::UtcNow.ToUnixTimeMilliseconds()"
 	}
 	return "date +%s%N"
@@ -84,7 +84,7 @@ func Gather(ctx context.Context, conn Conn, node string, x Expect) (*Facts, erro
 	clock := sampleClock(ctx, conn, cfg.OS)
 	var f *Facts
 	switch cfg.OS {
-	case provision.Windows:
+	case engine.Windows:
 		res, err := conn.RunWithStdin(ctx, WindowsScript, bytes.NewReader(WindowsInput(x.APIHost, x.APIPort)))
 		if err != nil {
 			return nil, fmt.Errorf("gathering on %s: %w", node, err)
@@ -113,11 +113,11 @@ func Gather(ctx context.Context, conn Conn, node string, x Expect) (*Facts, erro
 	return f, nil
 }
 
-func sampleClock(ctx context.Context, conn Conn, os provision.OS) Clock {
+func sampleClock(ctx context.Context, conn Conn, os engine.OS) Clock {
 	var res *transport.Result
 	var err error
 	before := time.Now()
-	if os == provision.Windows {
+	if os == engine.Windows {
 		res, err = conn.RunWithStdin(ctx, ClockCommand(os), nil)
 	} else {
 		res, err = conn.Exec(ctx, ClockCommand(os), nil)
@@ -132,7 +132,7 @@ func sampleClock(ctx context.Context, conn Conn, os provision.OS) Clock {
 		return Clock{Detail: fmt.Sprintf("the clock command printed %q", oneLine(out, 80))}
 	}
 	var t time.Time
-	if os == provision.Windows {
+	if os == engine.Windows {
 		t = time.UnixMilli(n)
 	} else {
 		t = time.Unix(0, n)
@@ -143,7 +143,7 @@ func sampleClock(ctx context.Context, conn Conn, os provision.OS) Clock {
 // Target is one node to diagnose.
 type Target struct {
 	Name string
-	OS   provision.OS
+	OS   engine.OS
 }
 
 // Options is one run of node diagnose.
@@ -165,10 +165,10 @@ type Options struct {
 
 // NodeResult is one node's outcome.
 type NodeResult struct {
-	Name  string       `json:"name"`
-	OS    provision.OS `json:"os"`
-	Error string       `json:"error,omitempty"`
-	Facts *Facts       `json:"-"`
+	Name  string    `json:"name"`
+	OS    engine.OS `json:"os"`
+	Error string    `json:"error,omitempty"`
+	Facts *Facts    `json:"-"`
 }
 
 // Result is a whole run: findings and skipped checks in node order (the
