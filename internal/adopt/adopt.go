@@ -20,15 +20,15 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hybridctl/hybridctl/internal/kubeclient"
 	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
@@ -91,7 +91,7 @@ var (
 // Read reads the cluster behind cfg. name, when set, is the spec's
 // metadata.name (default: kubeadm's clusterName).
 func Read(ctx context.Context, cfg *rest.Config, name string) (*Adopted, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubeclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +289,7 @@ func (a *Adopted) endpointFromNodes(cfg *rest.Config) {
 }
 
 // readKubelet reads the kubelet-config ConfigMap: cgroup v1 accepted.
-func (a *Adopted) readKubelet(ctx context.Context, cs kubernetes.Interface) {
+func (a *Adopted) readKubelet(ctx context.Context, cs kubeclient.Interface) {
 	cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubelet-config", metav1.GetOptions{})
 	if err != nil {
 		a.note(SeverityWarning, "spec", "kube-system/kubelet-config could not be read (%v): the kubelet's settings are the spec's defaults", err)
@@ -312,7 +312,7 @@ func (a *Adopted) readKubelet(ctx context.Context, cs kubernetes.Interface) {
 }
 
 // readKubeProxy reads kube-proxy's mode from its ConfigMap.
-func (a *Adopted) readKubeProxy(ctx context.Context, cs kubernetes.Interface) {
+func (a *Adopted) readKubeProxy(ctx context.Context, cs kubeclient.Interface) {
 	cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		a.note(SeverityWarning, "spec.kubeProxy", "the cluster runs no kube-proxy (kube-system/kube-proxy is absent: a CNI that replaces it?); Windows nodes need kube-proxy, and hybridctl manages the Linux one through kubeadm")
@@ -447,7 +447,7 @@ var knownCNIs = []struct{ prefix, name string }{
 }
 
 // readCNI says when the pod network is not Calico's.
-func (a *Adopted) readCNI(ctx context.Context, cs kubernetes.Interface) {
+func (a *Adopted) readCNI(ctx context.Context, cs kubeclient.Interface) {
 	for _, ns := range []string{"calico-system", "kube-system"} {
 		if _, err := cs.AppsV1().DaemonSets(ns).Get(ctx, "calico-node", metav1.GetOptions{}); err == nil {
 			return
@@ -478,7 +478,7 @@ func (a *Adopted) readCNI(ctx context.Context, cs kubernetes.Interface) {
 // missingForWindows lists the Calico-for-Windows prerequisites the
 // cluster lacks: what apply adds (each shown by diff first) when the spec
 // gets a Windows node.
-func (a *Adopted) missingForWindows(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface) {
+func (a *Adopted) missingForWindows(ctx context.Context, cs kubeclient.Interface, dyn dynamic.Interface) {
 	s := &a.Cluster.Spec
 	if s.Calico.Encapsulation != "" && s.Calico.Encapsulation != "VXLAN" {
 		a.WindowsMissing = append(a.WindowsMissing, "a VXLAN IP pool (it is "+s.Calico.Encapsulation+"; see "+calicoMigration+")")
@@ -503,14 +503,16 @@ func (a *Adopted) missingForWindows(ctx context.Context, cs kubernetes.Interface
 	if _, err := cs.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy-windows", metav1.GetOptions{}); err != nil {
 		a.WindowsMissing = append(a.WindowsMissing, "the kube-proxy-windows DaemonSet")
 	}
-	if rcs, err := cs.NodeV1().RuntimeClasses().List(ctx, metav1.ListOptions{}); err != nil || !anyWindowsRuntimeClass(rcs.Items) {
+	if rcs, err := dyn.Resource(runtimeClassGVR).List(ctx, metav1.ListOptions{}); err != nil || !anyWindowsRuntimeClass(rcs.Items) {
 		a.WindowsMissing = append(a.WindowsMissing, "a RuntimeClass for each Windows build")
 	}
 }
 
-func anyWindowsRuntimeClass(items []nodev1.RuntimeClass) bool {
+var runtimeClassGVR = schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"}
+
+func anyWindowsRuntimeClass(items []unstructured.Unstructured) bool {
 	for _, rc := range items {
-		if rc.Scheduling != nil && rc.Scheduling.NodeSelector[corev1.LabelOSStable] == "windows" {
+		if os, _, _ := unstructured.NestedString(rc.Object, "scheduling", "nodeSelector", corev1.LabelOSStable); os == "windows" {
 			return true
 		}
 	}

@@ -20,10 +20,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
 
+	"github.com/hybridctl/hybridctl/internal/kubeclient"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
@@ -177,7 +177,7 @@ func Discover(ctx context.Context, o Options) (*Inventory, error) {
 
 // listNodes lists the cluster's Nodes 500 at a time, and its version.
 func listNodes(ctx context.Context, cfg *rest.Config) ([]corev1.Node, string, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubeclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, "", err
 	}
