@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -13,11 +14,12 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/kubeconfig"
 	"github.com/hybridctl/hybridctl/internal/plan"
-	"github.com/hybridctl/hybridctl/internal/provision"
-	"github.com/hybridctl/hybridctl/internal/provision/apply"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/preflight"
+	"github.com/hybridctl/hybridctl/internal/provision/procedure"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/spec"
+	"github.com/hybridctl/hybridctl/internal/suggest"
 	"github.com/hybridctl/hybridctl/internal/termcolor"
 )
 
@@ -33,6 +35,8 @@ type provisionFlags struct {
 	knownHosts        string
 	identities        []string
 	connectTimeout    time.Duration
+	kubeconfig        string
+	context           string
 }
 
 func (f *provisionFlags) add(cmd *cobra.Command) {
@@ -44,11 +48,46 @@ func (f *provisionFlags) add(cmd *cobra.Command) {
 	fl.StringSliceVar(&f.only, "only", nil, "run only these phases (comma-separated)")
 	fl.BoolVar(&f.acceptNewHostKeys, "accept-new-host-keys", false, "add the keys of hosts not yet in known_hosts (a changed key is always refused)")
 	fl.StringVarP(&f.output, "output", "o", "text", "progress output: text or json (one event per line)")
-	fl.IntVar(&f.concurrency, "concurrency", provision.DefaultConcurrency, "steps running at once")
+	fl.IntVar(&f.concurrency, "concurrency", engine.DefaultConcurrency, "steps running at once")
 	fl.StringVar(&f.statePath, "state", "", "state file recording finished steps (default .hybridctl/CLUSTER.state.json beside the spec)")
 	fl.StringVar(&f.knownHosts, "known-hosts", "", "known_hosts file (default ~/.ssh/known_hosts)")
 	fl.StringSliceVarP(&f.identities, "identity", "i", nil, "private key files (default: the SSH agent, else ~/.ssh/id_ed25519, id_ecdsa, id_rsa)")
 	fl.DurationVar(&f.connectTimeout, "connect-timeout", 15*time.Second, "timeout of one SSH connection attempt")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig holding the cluster's context (default $KUBECONFIG or ~/.kube/config); apply imports the cluster's admin credentials into it")
+	fl.StringVar(&f.context, "context", "", "the cluster's context in --kubeconfig, for a cluster hybridctl did not import (default: the context apply imported, named after the cluster)")
+}
+
+// kubeconfigTarget resolves --kubeconfig and checks --context: a context
+// that is not in the file is a usage error naming the ones that are.
+func (f *provisionFlags) kubeconfigTarget(ctx context.Context, cluster string) (*procedure.KubeconfigTarget, error) {
+	kc, err := kubeconfig.TargetPath(f.kubeconfig, os.Getenv("KUBECONFIG"))
+	if err != nil {
+		return nil, Usage(err)
+	}
+	t := &procedure.KubeconfigTarget{Store: &kubeconfig.Store{Path: kc}, Name: cluster, Context: f.context}
+	if f.context == "" {
+		return t, nil
+	}
+	cfg, err := t.Store.Read(ctx)
+	if err != nil {
+		return nil, Incomplete(err)
+	}
+	if _, ok := cfg.Contexts[f.context]; ok {
+		return t, nil
+	}
+	var names []string
+	for n := range cfg.Contexts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	msg := fmt.Sprintf("--context %q: %s has no such context", f.context, kc)
+	if len(names) == 0 {
+		return nil, Usagef("%s (it has no contexts)", msg)
+	}
+	if s, ok := suggest.Closest(f.context, names); ok {
+		msg += fmt.Sprintf("; did you mean %q?", s)
+	}
+	return nil, Usagef("%s; its contexts: %s", msg, strings.Join(names, ", "))
 }
 
 func (f *provisionFlags) validate() error {
@@ -67,9 +106,9 @@ func (f *provisionFlags) validate() error {
 // session is what a provisioning command sets up from its flags.
 type session struct {
 	plan     *plan.Plan
-	hosts    []provision.Host
-	ssh      apply.SSHOptions
-	redactor *provision.Redactor
+	hosts    []engine.Host
+	ssh      procedure.SSHOptions
+	redactor *engine.Redactor
 	state    string
 }
 
@@ -85,34 +124,34 @@ func (f *provisionFlags) open(ctx context.Context, s Streams) (*session, error) 
 	if err != nil {
 		return nil, Problem(fmt.Errorf("%s: %w", res.File, err))
 	}
-	sess := &session{plan: p, hosts: apply.Hosts(p), redactor: &provision.Redactor{},
+	sess := &session{plan: p, hosts: procedure.Hosts(p), redactor: &engine.Redactor{},
 		ssh:   sshOptions(f.knownHosts, f.acceptNewHostKeys, f.identities, f.connectTimeout),
-		state: apply.StatePath(f.statePath, res.File, p.Cluster)}
+		state: procedure.StatePath(f.statePath, res.File, p.Cluster)}
 	return sess, nil
 }
 
 // sshOptions are the SSH settings every SSH command shares (apply, reset,
-// node diagnose), with the environment apply.SSHOptions.Config reads its
+// node diagnose), with the environment procedure.SSHOptions.Config reads its
 // defaults from: known_hosts (default ~/.ssh/known_hosts), the agent, else
 // the given keys, else ~/.ssh/id_ed25519, id_ecdsa, id_rsa.
-func sshOptions(knownHosts string, acceptNew bool, identities []string, connectTimeout time.Duration) apply.SSHOptions {
+func sshOptions(knownHosts string, acceptNew bool, identities []string, connectTimeout time.Duration) procedure.SSHOptions {
 	home, _ := os.UserHomeDir()
-	return apply.SSHOptions{KnownHosts: knownHosts, AcceptNewHostKeys: acceptNew, Identities: identities,
+	return procedure.SSHOptions{KnownHosts: knownHosts, AcceptNewHostKeys: acceptNew, Identities: identities,
 		AgentSocket: os.Getenv("SSH_AUTH_SOCK"), Home: home, ConnectTimeout: connectTimeout}
 }
 
-func (sess *session) reporterFor(f *provisionFlags, out io.Writer, phases []provision.Phase, verb string) provision.Reporter {
+func (sess *session) reporterFor(f *provisionFlags, out io.Writer, phases []engine.Descriptor, verb string) engine.Reporter {
 	if f.output == "json" {
-		return provision.NewJSONReporter(out)
+		return engine.NewJSONReporter(out)
 	}
-	r := provision.NewTextReporter(out, phases, sess.hosts)
+	r := engine.NewTextReporter(out, phases, sess.hosts)
 	r.Verb = verb
 	if termcolor.Auto(out, os.Getenv).Enabled() {
 		// A live view: running steps with their elapsed time below the
 		// progress lines. Logs, pipes, TERM=dumb and NO_COLOR get the
 		// plain lines: the view's cursor movements are escape codes as
 		// colours are, and whoever sets NO_COLOR asked for none.
-		return provision.NewLiveReporter(out, r)
+		return engine.NewLiveReporter(out, r)
 	}
 	return r
 }
@@ -125,13 +164,13 @@ func exitFor(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, provision.ErrUnknownPhase) {
+	if errors.Is(err, engine.ErrUnknownPhase) {
 		return Usage(err)
 	}
 	if errors.Is(err, context.Canceled) {
 		return Incomplete(err)
 	}
-	pes := provision.PhaseErrors(err)
+	pes := engine.PhaseErrors(err)
 	if len(pes) == 0 {
 		return Incomplete(err)
 	}
@@ -152,10 +191,10 @@ type applyFlags struct {
 	provisionFlags
 	ignorePreflight []string
 	rebootTimeout   time.Duration
-	kubeconfig      string
 	manifestsDir    string
 	calicoTimeout   time.Duration
 	bundleDir       string
+	reconcile       []string
 }
 
 func newApplyCmd(s Streams) *cobra.Command {
@@ -179,7 +218,7 @@ need passwordless sudo; Windows users must be administrators (OpenSSH).
 Phases, in order (--only and --skip-phases take these names; a phase
 "after X everywhere" waits until X has finished on all of its hosts):
 
-` + provision.HelpText(apply.Phases(apply.Deps{})) + `
+` + engine.HelpText(procedure.ApplyProcedure()) + `
 See docs/apply.md.
 
 Ctrl-C stops cleanly (finished steps stay recorded); a second Ctrl-C exits
@@ -201,7 +240,7 @@ at once (130).`,
 	cmd.Flags().StringVar(&f.bundleDir, "bundle", "", "the bundle directory (hybridctl bundle download); required with spec.packages.source bundle, verified before any host is touched")
 	cmd.Flags().StringVar(&f.manifestsDir, "manifests-dir", "", "directory with Calico's CRD and operator manifests (air-gapped sites; default: download the release's)")
 	cmd.Flags().DurationVar(&f.calicoTimeout, "calico-timeout", 15*time.Minute, "how long to wait for Calico to be ready")
-	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig to import the cluster's admin credentials into (default $KUBECONFIG or ~/.kube/config)")
+	cmd.Flags().StringSliceVar(&f.reconcile, "reconcile", nil, "members of the cluster whose hosts are brought back to the spec, one at a time: drain, prepare.sh again, the kubelet's configuration, uncordon (Linux nodes; hybridctl diff shows what differs)")
 	return cmd
 }
 
@@ -214,9 +253,9 @@ func runApply(cmd *cobra.Command, s Streams, f *applyFlags) error {
 	if err != nil {
 		return err
 	}
-	kc, err := kubeconfig.TargetPath(f.kubeconfig, os.Getenv("KUBECONFIG"))
+	target, err := f.kubeconfigTarget(ctx, sess.plan.Cluster)
 	if err != nil {
-		return Usage(err)
+		return err
 	}
 	switch bundleMode := sess.plan.PackagesSource == spec.SourceBundle; {
 	case bundleMode && f.bundleDir == "":
@@ -224,19 +263,21 @@ func runApply(cmd *cobra.Command, s Streams, f *applyFlags) error {
 	case !bundleMode && f.bundleDir != "":
 		return Usagef("--bundle is for spec.packages.source: bundle; the spec's packages.source is %s", sess.plan.PackagesSource)
 	}
-	_, err = apply.Apply(ctx, apply.Options{Plan: sess.plan, SSH: sess.ssh, Kubeconfig: kc, StatePath: sess.state,
+	_, err = procedure.Apply(ctx, procedure.Options{Plan: sess.plan, SSH: sess.ssh, Kubeconfig: target.Store.Path, Context: f.context, StatePath: sess.state,
 		DryRun: f.dryRun, Offline: f.offline, Skip: f.skip, Only: f.only, Concurrency: f.concurrency,
 		IgnorePreflight: f.ignorePreflight, RebootTimeout: f.rebootTimeout, CalicoTimeout: f.calicoTimeout,
-		ManifestsDir: f.manifestsDir, BundleDir: f.bundleDir, Redactor: sess.redactor,
-		Reporter: func(phases []provision.Phase) provision.Reporter {
+		ManifestsDir: f.manifestsDir, BundleDir: f.bundleDir, Redactor: sess.redactor, Reconcile: f.reconcile,
+		Reporter: func(phases []engine.Descriptor) engine.Reporter {
 			return sess.reporterFor(&f.provisionFlags, s.Out, phases, "applied")
 		}})
 	switch {
-	case errors.Is(err, apply.ErrInvalidOption):
+	case errors.Is(err, procedure.ErrInvalidOption):
 		return Usage(err)
-	case errors.Is(err, apply.ErrPlanNotUsable):
+	case errors.Is(err, procedure.ErrPlanNotUsable), errors.Is(err, procedure.ErrClusterDiffers):
 		return Problem(err)
-	case errors.Is(err, apply.ErrBundleIncomplete) && len(provision.PhaseErrors(err)) == 0:
+	case errors.Is(err, procedure.ErrClusterUnreadable):
+		return Incomplete(err)
+	case errors.Is(err, procedure.ErrBundleIncomplete) && len(engine.PhaseErrors(err)) == 0:
 		// Found before any host was touched: nothing was shown yet.
 		return Problem(err)
 	}
@@ -261,7 +302,6 @@ type resetFlags struct {
 	yes           bool
 	rebootTimeout time.Duration
 	drainTimeout  time.Duration
-	kubeconfig    string
 }
 
 func newResetCmd(s Streams) *cobra.Command {
@@ -281,7 +321,7 @@ apply starts over on them.
 
 Phases, in order:
 
-` + provision.HelpText(apply.ResetPhases(apply.Deps{}, 0)) + `
+` + engine.HelpText(procedure.ResetProcedure()) + `
 
 drain and delete-node use the cluster's context (named after the cluster,
 as apply imported it) in --kubeconfig; drain follows kubectl drain
@@ -300,7 +340,6 @@ is reset (pods would have nowhere to go).`,
 	cmd.Flags().BoolVar(&f.yes, "yes", false, "confirm: the nodes are taken apart")
 	cmd.Flags().DurationVar(&f.rebootTimeout, "reboot-timeout", 15*time.Minute, "how long a Windows node may take to come back")
 	cmd.Flags().DurationVar(&f.drainTimeout, "drain-timeout", 5*time.Minute, "how long draining one node may take")
-	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig holding the cluster's context (default $KUBECONFIG or ~/.kube/config)")
 	return cmd
 }
 
@@ -313,20 +352,19 @@ func runReset(cmd *cobra.Command, s Streams, f *resetFlags) error {
 	if err != nil {
 		return err
 	}
-	pool := transport.NewPool(apply.SSHConfigs(sess.plan, sess.ssh.Config())...)
+	pool := transport.NewPool(procedure.SSHConfigs(sess.plan, sess.ssh.Config())...)
 	defer func() { _ = pool.Close() }()
-	kc, err := kubeconfig.TargetPath(f.kubeconfig, os.Getenv("KUBECONFIG"))
+	target, err := f.kubeconfigTarget(ctx, sess.plan.Cluster)
 	if err != nil {
-		return Usage(err)
+		return err
 	}
-	target := &apply.KubeconfigTarget{Store: &kubeconfig.Store{Path: kc}, Name: sess.plan.Cluster}
-	err = apply.Reset(ctx, apply.ResetOptions{Cluster: sess.plan.Cluster, Hosts: sess.hosts, Connect: pool.Get,
-		Nodes: f.nodes, RESTConfig: apply.RESTConfigFrom(target), RebootTimeout: f.rebootTimeout, DrainTimeout: f.drainTimeout,
+	err = procedure.Reset(ctx, procedure.ResetOptions{Cluster: sess.plan.Cluster, Hosts: sess.hosts, Connect: pool.Get,
+		Nodes: f.nodes, RESTConfig: procedure.RESTConfigFrom(target), RebootTimeout: f.rebootTimeout, DrainTimeout: f.drainTimeout,
 		StatePath: sess.state, DryRun: f.dryRun, Offline: f.offline, Skip: f.skip, Only: f.only, Concurrency: f.concurrency,
-		Reporter: func(phases []provision.Phase) provision.Reporter {
+		Reporter: func(phases []engine.Descriptor) engine.Reporter {
 			return sess.reporterFor(&f.provisionFlags, s.Out, phases, "reset")
 		}, Redactor: sess.redactor})
-	if errors.Is(err, provision.ErrUnknownHost) {
+	if errors.Is(err, engine.ErrUnknownHost) {
 		return Usage(err)
 	}
 	return f.quiet(exitFor(err))

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/hybridctl/hybridctl/examples"
-	"github.com/hybridctl/hybridctl/internal/provision"
-	"github.com/hybridctl/hybridctl/internal/provision/apply"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
+	"github.com/hybridctl/hybridctl/internal/provision/procedure"
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
 )
 
@@ -203,8 +203,8 @@ func TestResetOverSSH(t *testing.T) {
 func TestPhaseHelp(t *testing.T) {
 	for _, tc := range []struct {
 		cmd    string
-		phases []provision.Phase
-	}{{"apply", apply.Phases(apply.Deps{})}, {"reset", apply.ResetPhases(apply.Deps{}, 0)}} {
+		phases []engine.Descriptor
+	}{{"apply", procedure.ApplyProcedure()}, {"reset", procedure.ResetProcedure()}} {
 		r := runCLI(t, "", tc.cmd, "--help")
 		if r.code != 0 {
 			t.Fatalf("%s --help: exit %d", tc.cmd, r.code)
@@ -214,7 +214,7 @@ func TestPhaseHelp(t *testing.T) {
 			t.Errorf("%s --help still has the stale status text", tc.cmd)
 		}
 		at := 0
-		for i, row := range provision.Table(tc.phases) {
+		for i, row := range engine.Table(tc.phases) {
 			entry := fmt.Sprintf("%d. %s (%s)", i+1, row.Name, row.RunsOn)
 			j := strings.Index(help[at:], entry)
 			if j < 0 {

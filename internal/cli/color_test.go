@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/hybridctl/hybridctl/examples"
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/testutil/pty"
 )
 
@@ -116,7 +116,7 @@ func TestLiveViewOnTerminalsOnly(t *testing.T) {
 			t.Setenv(k, v)
 		}
 		r := sess.reporterFor(&provisionFlags{output: "text"}, out, nil, "apply")
-		l, ok := r.(*provision.LiveReporter)
+		l, ok := r.(*engine.LiveReporter)
 		if ok {
 			l.Close()
 		}

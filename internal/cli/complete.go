@@ -16,8 +16,8 @@ import (
 	"github.com/hybridctl/hybridctl/internal/connectivity"
 	"github.com/hybridctl/hybridctl/internal/diagnose"
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
-	"github.com/hybridctl/hybridctl/internal/provision/apply"
 	"github.com/hybridctl/hybridctl/internal/provision/preflight"
+	"github.com/hybridctl/hybridctl/internal/provision/procedure"
 	"github.com/hybridctl/hybridctl/internal/report"
 	"github.com/hybridctl/hybridctl/internal/spec"
 	"github.com/hybridctl/hybridctl/internal/termtext"
@@ -196,13 +196,13 @@ func completeChecks(explain bool) cobra.CompletionFunc {
 
 // completePhases offers apply's or reset's phase names, in order.
 func completePhases(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	phases := apply.Phases(apply.Deps{})
+	phases := procedure.ApplyProcedure()
 	if cmd.Name() == "reset" {
-		phases = apply.ResetPhases(apply.Deps{}, 0)
+		phases = procedure.ResetProcedure()
 	}
 	var names []string
 	for _, p := range phases {
-		names = append(names, p.Title())
+		names = append(names, p.Name)
 	}
 	return match(names, toComplete, true), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
 }

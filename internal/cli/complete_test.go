@@ -16,8 +16,8 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/diagnose"
-	"github.com/hybridctl/hybridctl/internal/provision/apply"
 	"github.com/hybridctl/hybridctl/internal/provision/preflight"
+	"github.com/hybridctl/hybridctl/internal/provision/procedure"
 	"github.com/hybridctl/hybridctl/internal/testenv"
 )
 
@@ -48,11 +48,11 @@ func complete(t *testing.T, args ...string) (values []string, directive string) 
 
 func TestCompletionFixedValues(t *testing.T) {
 	var phaseNames, resetNames []string
-	for _, p := range apply.Phases(apply.Deps{}) {
-		phaseNames = append(phaseNames, p.Title())
+	for _, p := range procedure.ApplyProcedure() {
+		phaseNames = append(phaseNames, p.Name)
 	}
-	for _, p := range apply.ResetPhases(apply.Deps{}, 0) {
-		resetNames = append(resetNames, p.Title())
+	for _, p := range procedure.ResetProcedure() {
+		resetNames = append(resetNames, p.Name)
 	}
 	docs, err := checks.Catalogue()
 	if err != nil {

@@ -14,8 +14,8 @@ import (
 	"github.com/hybridctl/hybridctl/internal/diagnose"
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
 	"github.com/hybridctl/hybridctl/internal/plan"
-	"github.com/hybridctl/hybridctl/internal/provision"
-	"github.com/hybridctl/hybridctl/internal/provision/apply"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
+	"github.com/hybridctl/hybridctl/internal/provision/procedure"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/suggest"
 	"github.com/hybridctl/hybridctl/internal/termtext"
@@ -148,7 +148,7 @@ func runNodeDiagnose(cmd *cobra.Command, s Streams, f *diagnoseFlags, kf *kubecl
 		}
 		defer o.Collect.Close()
 	}
-	pool := transport.NewPool(apply.SSHConfigs(p, sshOptions(f.knownHosts, false, f.identities, f.connectTimeout).Config())...)
+	pool := transport.NewPool(procedure.SSHConfigs(p, sshOptions(f.knownHosts, false, f.identities, f.connectTimeout).Config())...)
 	defer func() { _ = pool.Close() }()
 	o.Dial = func(ctx context.Context, node string) (diagnose.Conn, error) { return pool.Get(ctx, node) }
 	r := diagnose.Run(ctx, o)
@@ -226,9 +226,9 @@ func diagnoseTargets(p *plan.Plan, args []string) ([]diagnose.Target, error) {
 		if len(want) > 0 && !want[n.Name] {
 			continue
 		}
-		t := diagnose.Target{Name: n.Name, OS: provision.Linux}
+		t := diagnose.Target{Name: n.Name, OS: engine.Linux}
 		if n.IsWindows() {
-			t.OS = provision.Windows
+			t.OS = engine.Windows
 		}
 		out = append(out, t)
 	}

@@ -3,11 +3,12 @@ package cli
 import (
 	"os"
 
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/termcolor"
 	"github.com/hybridctl/hybridctl/internal/termtext"
-	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 )
 
 type planOptions struct {

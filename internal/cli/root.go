@@ -10,8 +10,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/hybridctl/hybridctl/internal/termtext"
 	"github.com/spf13/cobra"
+
+	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
 // Streams are the standard streams a command reads and writes.
@@ -30,6 +31,7 @@ func commands(s Streams) []*cobra.Command {
 		graceful(newRenderCmd(s), ""),
 		graceful(newApplyCmd(s), ""),
 		graceful(newResetCmd(s), ""),
+		newDiffCmd(s),
 		newCSRCmd(s),
 		newBundleCmd(s),
 		newKubeconfigCmd(s),
@@ -57,6 +59,7 @@ Start from one declarative spec:
   hybridctl init -o cluster.yaml           # a commented example (the guide's lab)
   hybridctl plan -f cluster.yaml           # validate; address plan, ports, diagram
   hybridctl render -f cluster.yaml -o out  # every file the guide writes by hand, and a runbook
+  hybridctl diff -f cluster.yaml           # what apply would change (read-only)
   hybridctl apply -f cluster.yaml          # provision the nodes over SSH, phase by phase
   hybridctl bundle download -f cluster.yaml -d bundle/   # the files of an offline install
 

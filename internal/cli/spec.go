@@ -10,10 +10,11 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/spf13/cobra"
+
 	"github.com/hybridctl/hybridctl/internal/spec"
 	"github.com/hybridctl/hybridctl/internal/termcolor"
 	"github.com/hybridctl/hybridctl/internal/termtext"
-	"github.com/spf13/cobra"
 )
 
 // DefaultSpecFile is what -f defaults to: the file `hybridctl init` writes

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
 )
@@ -49,7 +49,7 @@ func TestCollectRedactsNodeOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := transport.Dial(ctxT(t), transport.Config{Host: "k8s-lab-node-1", Address: srv.Addr, User: "user", KeyFiles: []string{key.Path},
-		KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 10 * time.Second, OS: provision.Linux, Sudo: true})
+		KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 10 * time.Second, OS: engine.Linux, Sudo: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,14 +4,14 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
 // Facts is what the gathering script found on one node, parsed. The checks
 // read only Facts and the Cluster view; they never run anything.
 type Facts struct {
 	Node string
-	OS   provision.OS
+	OS   engine.OS
 
 	// Services are the node services the script asked about, by name
 	// (missing ones have Found false).

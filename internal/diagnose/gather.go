@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/hybridctl/hybridctl/internal/atomicfile"
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 )
 
@@ -60,8 +60,8 @@ func WindowsInput(apiHost string, apiPort int) []byte {
 
 // ClockCommand is the command that samples a node's clock on its own, so
 // the round trip around it is short.
-func ClockCommand(os provision.OS) string {
-	if os == provision.Windows {
+func ClockCommand(os engine.OS) string {
+	if os == engine.Windows {
 		return "[DateTimeOffset]::UtcNow.ToUnixTimeMilliseconds()"
 	}
 	return "date +%s%N"
@@ -98,7 +98,7 @@ func gather(ctx context.Context, conn Conn, node string, x Expect, spill io.Writ
 	clock := sampleClock(ctx, conn, cfg.OS)
 	var f *Facts
 	switch cfg.OS {
-	case provision.Windows:
+	case engine.Windows:
 		res, err := conn.RunLimited(ctx, WindowsScript, bytes.NewReader(WindowsInput(x.APIHost, x.APIPort)), transport.Limits{Max: MaxGatherBytes, Spill: spill})
 		if err != nil {
 			return nil, fmt.Errorf("gathering on %s: %w", node, err)
@@ -127,11 +127,11 @@ func gather(ctx context.Context, conn Conn, node string, x Expect, spill io.Writ
 	return f, nil
 }
 
-func sampleClock(ctx context.Context, conn Conn, os provision.OS) Clock {
+func sampleClock(ctx context.Context, conn Conn, os engine.OS) Clock {
 	var res *transport.Result
 	var err error
 	before := time.Now()
-	if os == provision.Windows {
+	if os == engine.Windows {
 		res, err = conn.RunLimited(ctx, ClockCommand(os), nil, transport.Limits{})
 	} else {
 		res, err = conn.ExecLimited(ctx, ClockCommand(os), nil, transport.Limits{})
@@ -146,7 +146,7 @@ func sampleClock(ctx context.Context, conn Conn, os provision.OS) Clock {
 		return Clock{Detail: fmt.Sprintf("the clock command printed %q", oneLine(out, 80))}
 	}
 	var t time.Time
-	if os == provision.Windows {
+	if os == engine.Windows {
 		t = time.UnixMilli(n)
 	} else {
 		t = time.Unix(0, n)
@@ -157,7 +157,7 @@ func sampleClock(ctx context.Context, conn Conn, os provision.OS) Clock {
 // Target is one node to diagnose.
 type Target struct {
 	Name string
-	OS   provision.OS
+	OS   engine.OS
 }
 
 // Options is one run of node diagnose.
@@ -183,10 +183,10 @@ type Options struct {
 
 // NodeResult is one node's outcome.
 type NodeResult struct {
-	Name  string       `json:"name"`
-	OS    provision.OS `json:"os"`
-	Error string       `json:"error,omitempty"`
-	Facts *Facts       `json:"-"`
+	Name  string    `json:"name"`
+	OS    engine.OS `json:"os"`
+	Error string    `json:"error,omitempty"`
+	Facts *Facts    `json:"-"`
 }
 
 // Result is a whole run: findings and skipped checks in node order (the

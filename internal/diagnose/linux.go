@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
 // LinuxScript is the Linux gathering script: POSIX sh, read-only. It takes
@@ -110,7 +110,7 @@ func ParseLinux(node string, out []byte, marker string) (*Facts, error) {
 	if len(secs) == 0 {
 		return nil, fmt.Errorf("%s: the gathering script printed no sections (not a POSIX shell, or its output was lost)", node)
 	}
-	f := &Facts{Node: node, OS: provision.Linux, Services: map[string]Service{}, CNIDir: "/etc/cni/net.d",
+	f := &Facts{Node: node, OS: engine.Linux, Services: map[string]Service{}, CNIDir: "/etc/cni/net.d",
 		Linux: &LinuxNet{Addrs: map[string][]netip.Prefix{}, UDPPorts: map[int]bool{}}}
 	f.KubeletLogSource = "journalctl -u kubelet"
 	var linkErr string

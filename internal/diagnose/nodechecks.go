@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hybridctl/hybridctl/internal/checks"
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
 // Clock-skew limits: kubeadm and the CSR signer backdate certificates by 5
@@ -68,7 +68,7 @@ func checkServices(c *Ctx) {
 				"read the events (Get-WinEvent -FilterHashtable @{LogName='System'; ProviderName='Service Control Manager'}) and the service's own log", ev...)
 		}
 	}
-	if f.OS != provision.Windows {
+	if f.OS != engine.Windows {
 		return
 	}
 	for _, name := range []string{"hns", "vmcompute"} {
@@ -84,8 +84,8 @@ func checkServices(c *Ctx) {
 	}
 }
 
-func startsAtBoot(os provision.OS, startType string) bool {
-	if os == provision.Windows {
+func startsAtBoot(os engine.OS, startType string) bool {
+	if os == engine.Windows {
 		return strings.HasPrefix(startType, "Automatic")
 	}
 	switch startType {
@@ -95,15 +95,15 @@ func startsAtBoot(os provision.OS, startType string) bool {
 	return false
 }
 
-func startFix(os provision.OS, name string) string {
-	if os == provision.Windows {
+func startFix(os engine.OS, name string) string {
+	if os == engine.Windows {
 		return fmt.Sprintf("Start-Service %s; if it stops again, the Service Control Manager's events (Get-WinEvent) say why", name)
 	}
 	return fmt.Sprintf("systemctl start %s; if it stops again, journalctl -u %s says why", name, name)
 }
 
-func enableFix(os provision.OS, name string) string {
-	if os == provision.Windows {
+func enableFix(os engine.OS, name string) string {
+	if os == engine.Windows {
 		return fmt.Sprintf("Set-Service -Name %s -StartupType Automatic", name)
 	}
 	return "systemctl enable " + name
@@ -237,8 +237,8 @@ func checkClock(c *Ctx) {
 	}
 }
 
-func timeFix(os provision.OS) string {
-	if os == provision.Windows {
+func timeFix(os engine.OS) string {
+	if os == engine.Windows {
 		return "w32tm /query /status, then w32tm /resync /force (w32time must run, with the spec's NTP servers)"
 	}
 	return "timedatectl set-ntp true, then chronyc sources (or timedatectl timesync-status)"

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/hybridctl/hybridctl/internal/checks"
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
 // FlannelLinuxPort is flannel's default VXLAN port on Linux; Windows only
@@ -49,7 +49,7 @@ func checkVXLAN(c *Ctx) {
 		wantPorts = append(wantPorts, FlannelLinuxPort)
 	}
 	switch f.OS {
-	case provision.Windows:
+	case engine.Windows:
 		if f.Windows == nil || f.Windows.Error != "" {
 			reason := "Get-HnsNetwork failed"
 			if f.Windows != nil {
@@ -149,7 +149,7 @@ func checkOverlay(c *Ctx) {
 			"restart the pod network's agent on "+f.Node)
 	}
 	switch {
-	case f.OS == provision.Windows:
+	case f.OS == engine.Windows:
 		if cl.Source == SourceRoutes {
 			c.Skip("a Windows node on a pod network of plain routes is not a configuration this check knows", false)
 			return

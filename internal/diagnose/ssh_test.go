@@ -20,7 +20,7 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/atomicfile"
 	"github.com/hybridctl/hybridctl/internal/checks"
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
 	"github.com/hybridctl/hybridctl/internal/pwshtest"
@@ -156,7 +156,7 @@ func linuxGather(t *testing.T, c *transport.Client, dir string, n int, probeAPI 
 	x.APIHost, x.APIPort = "127.0.0.1", port
 	f, err := Gather(ctxT(t), c, "k8s-lab-node-1", x)
 	if err != nil {
-		t.Fatalf("%v\noutput: %s", err, provision.CommandOutput(err))
+		t.Fatalf("%v\noutput: %s", err, engine.CommandOutput(err))
 	}
 	if !f.API.OK && probeAPI {
 		t.Errorf("API probe to 127.0.0.1:%d failed: %s", port, f.API.Detail)
@@ -209,7 +209,7 @@ func TestGatherLinuxOverSSH(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := transport.Dial(ctxT(t), transport.Config{Host: "k8s-lab-node-1", Address: srv.Addr, User: "user", KeyFiles: []string{key.Path},
-		KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 10 * time.Second, OS: provision.Linux, Sudo: true})
+		KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 10 * time.Second, OS: engine.Linux, Sudo: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestGatherLinuxOverOpenSSH(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := transport.Dial(ctxT(t), transport.Config{Host: "k8s-lab-node-1", Address: o.Addr, User: o.User, KeyFiles: []string{key.Path},
-		KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 30 * time.Second, OS: provision.Linux, Sudo: true})
+		KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 30 * time.Second, OS: engine.Linux, Sudo: true})
 	if err != nil {
 		t.Fatalf("%v\nsshd: %s", err, o.Log())
 	}
@@ -264,7 +264,7 @@ if grep -q ConvertTo-Json "$SHIM_DIR/script-$n"; then cat "$SHIM_DIR/win.json"; 
 		t.Fatal(err)
 	}
 	cfg := transport.Config{Host: "k8s-lab-win-1", Address: srv.Addr, User: "Administrator", KeyFiles: []string{key.Path},
-		KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 10 * time.Second, OS: provision.Windows}
+		KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 10 * time.Second, OS: engine.Windows}
 	c, err := transport.Dial(ctxT(t), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -325,7 +325,7 @@ func TestRunMixed(t *testing.T) {
 	x := labExpect()
 	x.APIHost, x.APIPort = "127.0.0.1", apiListener(t)
 	r := Run(ctxT(t), Options{
-		Targets: []Target{{Name: "k8s-lab-master-1", OS: provision.Linux}, {Name: "k8s-lab-node-1", OS: provision.Linux}},
+		Targets: []Target{{Name: "k8s-lab-master-1", OS: engine.Linux}, {Name: "k8s-lab-node-1", OS: engine.Linux}},
 		Dial:    func(ctx context.Context, n string) (Conn, error) { return pool.Get(ctx, n) },
 		Cluster: calicoLab(t), Expect: x, Only: map[string]bool{"HC504": true, "HC508": true},
 	})
@@ -361,7 +361,7 @@ func TestCollectRefusesPlantedLink(t *testing.T) {
 	x := labExpect()
 	x.APIHost, x.APIPort = "127.0.0.1", apiListener(t)
 	r := Run(ctxT(t), Options{
-		Targets: []Target{{Name: "k8s-lab-node-1", OS: provision.Linux}},
+		Targets: []Target{{Name: "k8s-lab-node-1", OS: engine.Linux}},
 		Dial:    func(ctx context.Context, n string) (Conn, error) { return pool.Get(ctx, n) },
 		Cluster: calicoLab(t), Expect: x,
 	})
@@ -461,7 +461,7 @@ func TestGatherFloodBounded(t *testing.T) {
 		base := liveHeap()
 		stop := heapPeak()
 		r := Run(ctxT(t), Options{
-			Targets: []Target{{Name: "k8s-lab-node-1", OS: provision.Linux}},
+			Targets: []Target{{Name: "k8s-lab-node-1", OS: engine.Linux}},
 			Dial:    func(ctx context.Context, n string) (Conn, error) { return pool.Get(ctx, n) },
 			Cluster: calicoLab(t), Expect: x, Collect: collect, NodeTimeout: 4 * time.Minute,
 		})
@@ -512,7 +512,7 @@ func TestGatherFloodBounded(t *testing.T) {
 	// A node within the limit keeps nothing extra.
 	srv.Shim("journalctl", "#!/bin/sh\necho 'Dec 06 10:00:00 node kubelet[42]: ok'\n")
 	r := Run(ctxT(t), Options{
-		Targets: []Target{{Name: "k8s-lab-node-1", OS: provision.Linux}},
+		Targets: []Target{{Name: "k8s-lab-node-1", OS: engine.Linux}},
 		Dial:    func(ctx context.Context, n string) (Conn, error) { return pool.Get(ctx, n) },
 		Cluster: calicoLab(t), Expect: x, Collect: cd,
 	})

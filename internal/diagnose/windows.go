@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
 // WindowsScript is the Windows gathering script (PowerShell 5.1). Its
@@ -125,7 +125,7 @@ func ParseWindows(node string, out []byte) (*Facts, error) {
 	if err := dec.Decode(&w); err != nil {
 		return nil, fmt.Errorf("%s: the Windows gathering script's output is not the expected JSON: %w", node, err)
 	}
-	f := &Facts{Node: node, OS: provision.Windows, Services: map[string]Service{}, CNIDir: `C:\etc\cni\net.d`,
+	f := &Facts{Node: node, OS: engine.Windows, Services: map[string]Service{}, CNIDir: `C:\etc\cni\net.d`,
 		KubeletLogSource: `C:\var\log\kubelet\kubelet.err.log`, Windows: &WindowsNet{}}
 	f.Raw = append(f.Raw, RawFile{Name: "gather.json", Data: append([]byte(nil), out...)})
 

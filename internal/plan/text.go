@@ -44,7 +44,7 @@ func (p *Plan) WriteTextColor(w io.Writer, pal termcolor.Palette) error {
 	ew.printf("\nNETWORKS\n")
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	nn := p.NodeNetwork
-	fmt.Fprintf(tw, "nodes\t%s, gateway %s, DNS %s, NTP %s, MTU %d\n", e(nn.CIDR), e(nn.Gateway),
+	fmt.Fprintf(tw, "nodes\t%s, gateway %s, DNS %s, NTP %s, MTU %d\n", e(nn.CIDR), e(dash(nn.Gateway)),
 		e(dash(strings.Join(nn.DNSServers, " "))), e(dash(strings.Join(nn.NTPServers, " "))), nn.MTU)
 	pn := p.PodNetwork
 	nat := "NAT outgoing"

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hybridctl/hybridctl/internal/plan"
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/preflight"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
@@ -100,12 +100,12 @@ func TestTransportCommandsParse(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := transport.Dial(ctx, transport.Config{Host: "win", OS: provision.Windows, Address: srv.Addr, User: "u", KeyFiles: []string{key.Path}, KnownHosts: &transport.KnownHosts{Path: kh}})
+	c, err := transport.Dial(ctx, transport.Config{Host: "win", OS: engine.Windows, Address: srv.Addr, User: "u", KeyFiles: []string{key.Path}, KnownHosts: &transport.KnownHosts{Path: kh}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = c.Close() }()
-	win := provision.Host{Name: "win", Role: provision.RoleWorker, OS: provision.Windows}
+	win := engine.Host{Name: "win", Role: engine.RoleWorker, OS: engine.Windows}
 	_, _ = preflight.Gather(ctx, c, win, "k8s-lab-api.example.com")
 	if err := c.Upload(ctx, `C:\k\join.yaml`, []byte("secret"), 0o600); err != nil {
 		t.Fatal(err)

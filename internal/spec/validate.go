@@ -167,13 +167,20 @@ func checkCIDRs(v *validator) {
 			v.errorf(f.path, "%q has host bits set; the network is %s", f.val, p.Masked())
 		}
 	}
+	// With configure check (the default) the nodes' network is theirs:
+	// the gateway is checked and the DNS servers are given to Windows
+	// nodes when set, and left as they are when not. Writing the Linux
+	// nodes' configuration needs both.
+	writes := n.Configure == NetworkNetplan || n.Configure == NetworkSystemdNetworkd
 	if n.Gateway == "" {
-		v.errorf("spec.network.gateway", "is required: the nodes' default gateway")
+		if writes {
+			v.errorf("spec.network.gateway", "is required with network.configure %s: the nodes' default gateway", n.Configure)
+		}
 	} else if a, err := netip.ParseAddr(n.Gateway); err != nil || !a.Is4() {
 		v.errorf("spec.network.gateway", "%q is not an IPv4 address", n.Gateway)
 	}
-	if len(n.DNSServers) == 0 {
-		v.errorf("spec.network.dnsServers", "is required: at least one DNS server for the nodes")
+	if len(n.DNSServers) == 0 && writes {
+		v.errorf("spec.network.dnsServers", "is required with network.configure %s: at least one DNS server for the nodes", n.Configure)
 	}
 	for i, s := range n.DNSServers {
 		if a, err := netip.ParseAddr(s); err != nil || !a.Is4() {

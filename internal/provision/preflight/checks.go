@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/suggest"
 )
 
@@ -60,7 +60,7 @@ type Port struct {
 
 // RequiredPorts are the ports kubeadm's preflight (and the guide's port
 // table) need free on h before init or join.
-func RequiredPorts(h provision.Host) []Port {
+func RequiredPorts(h engine.Host) []Port {
 	ports := []Port{{10250, "kubelet API"}, {10256, "kube-proxy health"}}
 	if h.IsControlPlane() {
 		ports = append([]Port{{6443, "kube-apiserver"}, {2379, "etcd client"}, {2380, "etcd peer"},
@@ -98,7 +98,7 @@ type Expect struct {
 // Input is what a check reads: one host's facts, and for the checks across
 // nodes the facts of every node (All).
 type Input struct {
-	Host   provision.Host
+	Host   engine.Host
 	Facts  *Facts
 	Expect Expect
 	All    []*Facts
@@ -132,7 +132,7 @@ type Check struct {
 	name  string
 	scope Scope
 	// os limits the check to one OS; empty: every node.
-	os provision.OS
+	os engine.OS
 	// Doc is one line: what is checked and where.
 	Doc string
 	// Severity is what a failure is ("error", "warning" or both).
@@ -147,10 +147,10 @@ func (c Check) Name() string { return c.name }
 func (c Check) Scope() Scope { return c.scope }
 
 // OS is the only OS the check applies to, or "" for every node.
-func (c Check) OS() provision.OS { return c.os }
+func (c Check) OS() engine.OS { return c.os }
 
 // appliesTo reports whether the check runs on h.
-func (c Check) appliesTo(h provision.Host) bool { return c.os == "" || c.os == h.OS }
+func (c Check) appliesTo(h engine.Host) bool { return c.os == "" || c.os == h.OS }
 
 // Check runs the check on one host.
 func (c Check) Check(in Input) (warnings, errorList []error) { return c.check(in) }
@@ -164,13 +164,13 @@ func Checks() []Check {
 	return []Check{
 		{name: CheckOSVersion, scope: ScopeNode, Severity: "warning", check: checkOSVersion,
 			Doc: "Linux: `/etc/os-release` is the spec's distribution and version; Windows: a Server installation"},
-		{name: CheckWindowsBuild, scope: ScopeNode, os: provision.Windows, Severity: "error", check: checkWindowsBuild,
+		{name: CheckWindowsBuild, scope: ScopeNode, os: engine.Windows, Severity: "error", check: checkWindowsBuild,
 			Doc: "the build is the spec's `windows.build` (process isolation needs images of the host's build)"},
-		{name: CheckSwap, scope: ScopeNode, os: provision.Linux, Severity: "error", check: checkSwap,
+		{name: CheckSwap, scope: ScopeNode, os: engine.Linux, Severity: "error", check: checkSwap,
 			Doc: "no active swap (`/proc/swaps`)"},
-		{name: CheckCgroupVersion, scope: ScopeNode, os: provision.Linux, Severity: "error", check: checkCgroupVersion,
+		{name: CheckCgroupVersion, scope: ScopeNode, os: engine.Linux, Severity: "error", check: checkCgroupVersion,
 			Doc: "the cgroup version (`/sys/fs/cgroup`): v1 is refused unless `spec.allowCgroupV1` (then the kubelet gets failCgroupV1: false)"},
-		{name: CheckContainerHost, scope: ScopeNode, os: provision.Linux, Severity: "warning", check: checkContainerHost,
+		{name: CheckContainerHost, scope: ScopeNode, os: engine.Linux, Severity: "warning", check: checkContainerHost,
 			Doc: "reports a container host (systemd-nspawn, lxc, docker: `systemd-detect-virt -c`) and missing bounding capabilities (CapBnd): without CAP_SYS_RESOURCE containerd restricts OOM scores and the kubelet keeps 0; without CAP_SYS_TIME the clock is checked, not configured"},
 		{name: CheckFactsReadable, scope: ScopeNode, Severity: "warning", check: checkFactsReadable,
 			Doc: "product_uuid and machine id could be read (product_uuid needs root on Linux)"},
@@ -259,7 +259,7 @@ const preparedNote = " (a warning before preparation, which sets this up; post-p
 // CheckHost runs the node checks on one host's facts, as the "preflight"
 // phase does: errors of the checks the preparation fixes (time-sync,
 // clock-skew, api-name-resolves) are warnings here.
-func CheckHost(f *Facts, h provision.Host, x Expect) []Finding {
+func CheckHost(f *Facts, h engine.Host, x Expect) []Finding {
 	out := run(Input{Host: h, Facts: f, Expect: x}, ScopeNode, ScopePrepared)
 	prepared := map[string]bool{}
 	for _, c := range Checks() {
@@ -275,7 +275,7 @@ func CheckHost(f *Facts, h provision.Host, x Expect) []Finding {
 }
 
 // NodeChecks are the names of the checks "preflight" runs on h, in order.
-func NodeChecks(h provision.Host, scopes ...Scope) []string {
+func NodeChecks(h engine.Host, scopes ...Scope) []string {
 	var out []string
 	for _, c := range Checks() {
 		if slices.Contains(scopes, c.scope) && c.appliesTo(h) {
@@ -287,7 +287,7 @@ func NodeChecks(h provision.Host, scopes ...Scope) []string {
 
 // CheckPrepared runs the checks that the preparation should have fixed,
 // as the "post-prepare" phase does: their errors are errors.
-func CheckPrepared(f *Facts, h provision.Host, x Expect) []Finding {
+func CheckPrepared(f *Facts, h engine.Host, x Expect) []Finding {
 	return run(Input{Host: h, Facts: f, Expect: x}, ScopePrepared)
 }
 
@@ -295,7 +295,7 @@ func CheckPrepared(f *Facts, h provision.Host, x Expect) []Finding {
 func CheckCluster(facts []*Facts) []Finding {
 	var out []Finding
 	for _, f := range facts {
-		out = append(out, run(Input{Host: provision.Host{Name: f.Host, OS: f.OS}, Facts: f, All: facts}, ScopeCluster)...)
+		out = append(out, run(Input{Host: engine.Host{Name: f.Host, OS: f.OS}, Facts: f, All: facts}, ScopeCluster)...)
 	}
 	// By check, then host: the list order of checks, as for a node.
 	order := map[string]int{}
@@ -308,7 +308,7 @@ func CheckCluster(facts []*Facts) []Finding {
 
 func checkOSVersion(in Input) (warnings, errs []error) {
 	f, x := in.Facts, in.Expect
-	if in.Host.OS == provision.Windows {
+	if in.Host.OS == engine.Windows {
 		if f.WindowsInstallationType != "" && f.WindowsInstallationType != "Server Core" && f.WindowsInstallationType != "Server" {
 			warnings = append(warnings, fmt.Errorf("installation type %q; the guide uses Windows Server (Core)", f.WindowsInstallationType))
 		}
@@ -513,9 +513,9 @@ func DocTable() string {
 		switch {
 		case c.scope == ScopeCluster:
 			on = "all nodes together"
-		case c.os == provision.Linux:
+		case c.os == engine.Linux:
 			on = "Linux nodes"
-		case c.os == provision.Windows:
+		case c.os == engine.Windows:
 			on = "Windows nodes"
 		}
 		when := "`preflight`"

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 )
 
@@ -29,7 +29,7 @@ type Runner interface {
 // "could not be determined"; checks report that rather than guess.
 type Facts struct {
 	Host string
-	OS   provision.OS
+	OS   engine.OS
 	// Hostname as the host reports it.
 	Hostname string
 	// Linux: fields of /etc/os-release.
@@ -75,9 +75,9 @@ type Facts struct {
 }
 
 // Gather runs the fact-gathering script on one host.
-func Gather(ctx context.Context, r Runner, h provision.Host, apiName string) (*Facts, error) {
+func Gather(ctx context.Context, r Runner, h engine.Host, apiName string) (*Facts, error) {
 	script := LinuxScript(apiName)
-	if h.OS == provision.Windows {
+	if h.OS == engine.Windows {
 		script = WindowsScript(apiName)
 	}
 	t0 := time.Now()
@@ -236,7 +236,7 @@ func ParseProcNetTCP(s string) map[int]bool {
 }
 
 // Parse builds Facts from gathering output.
-func Parse(h provision.Host, out string) *Facts {
+func Parse(h engine.Host, out string) *Facts {
 	secs := Sections(out)
 	f := &Facts{Host: h.Name, OS: h.OS, Listening: map[int]bool{}}
 	first := func(name string) string {
@@ -260,7 +260,7 @@ func Parse(h provision.Host, out string) *Facts {
 	}
 	f.Resolved = lines("resolve")
 	f.KubeletConfigured = first("kubelet-conf") == "present"
-	if h.OS == provision.Windows {
+	if h.OS == engine.Windows {
 		kv := ParseOSRelease(secs["windows"])
 		f.WindowsProductName, f.WindowsInstallationType = kv["ProductName"], kv["InstallationType"]
 		f.WindowsBuild, f.WindowsUBR = kv["CurrentBuild"], kv["UBR"]

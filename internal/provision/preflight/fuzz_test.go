@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
 func FuzzParse(f *testing.F) {
@@ -19,9 +19,9 @@ func FuzzParse(f *testing.F) {
 	f.Add("### hybridctl swaps\nFilename\n\n### hybridctl tcp\n 0: :::: 0A\n", false)
 	f.Add("ID=\"unterminated\nVERSION_ID='x'\n=\n", false)
 	f.Fuzz(func(t *testing.T, out string, windows bool) {
-		h := provision.Host{Name: "h", Role: provision.RoleWorker, OS: provision.Linux}
+		h := engine.Host{Name: "h", Role: engine.RoleWorker, OS: engine.Linux}
 		if windows {
-			h.OS = provision.Windows
+			h.OS = engine.Windows
 		}
 		fa := Parse(h, out) // must not panic
 		_ = CheckHost(fa, h, labExpect)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 )
 
@@ -265,8 +265,8 @@ func TestPostPrepareDefaults(t *testing.T) {
 	} {
 		x := labExpect
 		x.PostPrepareWait, x.PostPreparePoll = tc.wait, tc.poll
-		_, post := Phases(nil, []provision.Host{linuxWorker}, x, nil)
-		acts, err := post.(provision.DryRunner).DryRun(context.Background(), linuxWorker)
+		_, post := boundPhases(nil, []engine.Host{linuxWorker}, x, nil)
+		acts, err := engine.Impl(post).(engine.DryRunner).DryRun(context.Background(), linuxWorker)
 		if err != nil || len(acts) != 1 || !strings.HasSuffix(acts[0], " as errors, "+tc.want+" while the clock synchronises") {
 			t.Errorf("wait %v poll %v: %q %v, want %q", tc.wait, tc.poll, acts, err, tc.want)
 		}
@@ -277,9 +277,9 @@ func TestPostPrepareDefaults(t *testing.T) {
 // phase compares the facts it gathered; run alone (a resumed run) it
 // gathers them itself, and a host it cannot reach is named.
 func TestClusterPhaseGathersWhatIsMissing(t *testing.T) {
-	hosts := []provision.Host{
-		{Name: "node-a", Role: provision.RoleWorker, OS: provision.Linux},
-		{Name: "node-b", Role: provision.RoleWorker, OS: provision.Linux},
+	hosts := []engine.Host{
+		{Name: "node-a", Role: engine.RoleWorker, OS: engine.Linux},
+		{Name: "node-b", Role: engine.RoleWorker, OS: engine.Linux},
 	}
 	var mu sync.Mutex
 	calls := map[string]int{}
@@ -296,8 +296,8 @@ func TestClusterPhaseGathersWhatIsMissing(t *testing.T) {
 		}}, nil
 	}
 	run := func(only ...string) error {
-		before, _ := Phases(runner, hosts, Expect{}, nil)
-		e, err := provision.New(before, hosts, provision.Options{Only: only})
+		before, _ := boundPhases(runner, hosts, Expect{}, nil)
+		e, err := engine.New(before, hosts, engine.Options{Only: only})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,8 +319,8 @@ func TestClusterPhaseGathersWhatIsMissing(t *testing.T) {
 
 // TestHostPhaseDryRun lists the checks and the ports of the node's role.
 func TestHostPhaseDryRun(t *testing.T) {
-	before, _ := Phases(nil, []provision.Host{controlPl}, labExpect, nil)
-	acts, err := before[0].(provision.DryRunner).DryRun(context.Background(), controlPl)
+	before, _ := boundPhases(nil, []engine.Host{controlPl}, labExpect, nil)
+	acts, err := engine.Impl(before[0]).(engine.DryRunner).DryRun(context.Background(), controlPl)
 	want := []string{
 		"connect over SSH and read facts (read-only): OS, product_uuid, machine id, swap, time sync, clock, k8s-lab-api.example.com resolution, listening ports",
 		"check os-version, swap, cgroup-version, container-host, facts-readable, time-sync, clock-skew, api-name-resolves, port-free " +

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
 // Default bounds of the post-prepare phase's wait for the clock and the
@@ -18,21 +18,42 @@ const (
 	DefaultPostPreparePoll = 10 * time.Second
 )
 
-// Phases returns the preflight phases. before goes first in the list:
-// "preflight" gathers and checks each node, "preflight-cluster" (a gate
-// after it) checks across nodes; they share the gathered facts, and after
-// a resume the cluster phase gathers what it is missing itself.
-// postPrepare, "post-prepare", goes after the preparation phases: it checks
-// again, as errors, what preflight only warned about because the
-// preparation sets it up (time-sync, clock-skew, api-name-resolves).
-func Phases(runner func(ctx context.Context, host string) (Runner, error), hosts []provision.Host, x Expect, ignore []string) (before []provision.Phase, postPrepare provision.Phase) {
+// The preflight phases' descriptions. "preflight" gathers and checks each
+// node, "preflight-cluster" (a gate after it) checks across nodes; they
+// share the gathered facts, and after a resume the cluster phase gathers
+// what it is missing itself. "post-prepare" goes after the preparation
+// phases: it checks again, as errors, what preflight only warned about
+// because the preparation sets it up (time-sync, clock-skew,
+// api-name-resolves). All three change nothing. HostDescriptor describes
+// "preflight".
+func HostDescriptor() engine.Descriptor {
+	return engine.Descriptor{Name: "preflight", ReadOnly: true,
+		Does: "connect to every node; check OS and build, swap, time, the API name, free ports"}
+}
+
+// ClusterDescriptor describes "preflight-cluster".
+func ClusterDescriptor() engine.Descriptor {
+	return engine.Descriptor{Name: "preflight-cluster", Targets: engine.ClusterWide, After: []string{"preflight"}, ReadOnly: true,
+		Does: "check that product_uuid and machine id are unique across the nodes"}
+}
+
+// PostPrepareDescriptor describes "post-prepare".
+func PostPrepareDescriptor() engine.Descriptor {
+	return engine.Descriptor{Name: "post-prepare", ReadOnly: true,
+		Does: "after the preparation, check the clock and the API name again, as errors"}
+}
+
+// Phases are the implementations of the three preflight phases, sharing
+// the facts they gather: host of HostDescriptor, cluster of
+// ClusterDescriptor, postPrepare of PostPrepareDescriptor.
+func Phases(runner func(ctx context.Context, host string) (Runner, error), hosts []engine.Host, x Expect, ignore []string) (host, cluster, postPrepare engine.Runner) {
 	st := &store{runner: runner, hosts: hosts, expect: x, ignore: ignore, facts: map[string]*Facts{}}
-	return []provision.Phase{&hostPhase{st}, &clusterPhase{st}}, &postPreparePhase{st}
+	return &hostPhase{st}, &clusterPhase{st}, &postPreparePhase{st}
 }
 
 type store struct {
 	runner func(ctx context.Context, host string) (Runner, error)
-	hosts  []provision.Host
+	hosts  []engine.Host
 	expect Expect
 	ignore []string
 
@@ -40,7 +61,7 @@ type store struct {
 	facts map[string]*Facts
 }
 
-func (s *store) gather(ctx context.Context, h provision.Host) (*Facts, error) {
+func (s *store) gather(ctx context.Context, h engine.Host) (*Facts, error) {
 	r, err := s.runner(ctx, h.Name)
 	if err != nil {
 		return nil, err
@@ -69,7 +90,7 @@ func (e *FindingsError) Error() string {
 func (s *store) outcome(ctx context.Context, findings []Finding) error {
 	errs, warnings := Apply(findings, s.ignore)
 	for _, w := range warnings {
-		provision.Warn(ctx, "%s", w)
+		engine.Warn(ctx, "%s", w)
 	}
 	if len(errs) > 0 {
 		return &FindingsError{Findings: errs}
@@ -79,13 +100,7 @@ func (s *store) outcome(ctx context.Context, findings []Finding) error {
 
 type hostPhase struct{ *store }
 
-func (p *hostPhase) Title() string { return "preflight" }
-func (p *hostPhase) Description() string {
-	return "connect to every node; check OS and build, swap, time, the API name, free ports"
-}
-func (p *hostPhase) Targets(hosts []provision.Host) []provision.Host { return provision.Nodes(hosts) }
-
-func (p *hostPhase) Run(ctx context.Context, h provision.Host) error {
+func (p *hostPhase) Run(ctx context.Context, h engine.Host) error {
 	f, err := p.gather(ctx, h)
 	if err != nil {
 		return err
@@ -93,7 +108,7 @@ func (p *hostPhase) Run(ctx context.Context, h provision.Host) error {
 	return p.outcome(ctx, CheckHost(f, h, p.expect))
 }
 
-func (p *hostPhase) DryRun(_ context.Context, h provision.Host) ([]string, error) {
+func (p *hostPhase) DryRun(_ context.Context, h engine.Host) ([]string, error) {
 	checks := NodeChecks(h, ScopeNode, ScopePrepared)
 	var ports []string
 	for _, pt := range RequiredPorts(h) {
@@ -109,19 +124,10 @@ func (p *hostPhase) DryRun(_ context.Context, h provision.Host) ([]string, error
 
 type clusterPhase struct{ *store }
 
-func (p *clusterPhase) Title() string { return "preflight-cluster" }
-func (p *clusterPhase) Description() string {
-	return "check that product_uuid and machine id are unique across the nodes"
-}
-func (p *clusterPhase) Targets([]provision.Host) []provision.Host {
-	return []provision.Host{provision.ClusterHost()}
-}
-func (p *clusterPhase) Waits() []string { return []string{"preflight"} }
-
-func (p *clusterPhase) Run(ctx context.Context, _ provision.Host) error {
+func (p *clusterPhase) Run(ctx context.Context, _ engine.Host) error {
 	var all []*Facts
 	var errs []error
-	for _, h := range provision.Nodes(p.hosts) {
+	for _, h := range engine.Nodes(p.hosts) {
 		p.mu.Lock()
 		f := p.facts[h.Name]
 		p.mu.Unlock()
@@ -140,7 +146,7 @@ func (p *clusterPhase) Run(ctx context.Context, _ provision.Host) error {
 	return p.outcome(ctx, CheckCluster(all))
 }
 
-func (p *clusterPhase) DryRun(context.Context, provision.Host) ([]string, error) {
+func (p *clusterPhase) DryRun(context.Context, engine.Host) ([]string, error) {
 	return []string{"compare product_uuid and machine id across all nodes (must be unique)"}, nil
 }
 
@@ -149,14 +155,6 @@ func (p *clusterPhase) DryRun(context.Context, provision.Host) ([]string, error)
 // about. A clock takes a while to synchronise, so it retries until
 // Expect.PostPrepareWait has passed.
 type postPreparePhase struct{ *store }
-
-func (p *postPreparePhase) Title() string { return "post-prepare" }
-func (p *postPreparePhase) Description() string {
-	return "after the preparation, check the clock and the API name again, as errors"
-}
-func (p *postPreparePhase) Targets(hosts []provision.Host) []provision.Host {
-	return provision.Nodes(hosts)
-}
 
 func (p *postPreparePhase) wait() (time.Duration, time.Duration) {
 	w, poll := p.expect.PostPrepareWait, p.expect.PostPreparePoll
@@ -169,7 +167,7 @@ func (p *postPreparePhase) wait() (time.Duration, time.Duration) {
 	return w, poll
 }
 
-func (p *postPreparePhase) DryRun(_ context.Context, h provision.Host) ([]string, error) {
+func (p *postPreparePhase) DryRun(_ context.Context, h engine.Host) ([]string, error) {
 	w, poll := p.wait()
 	return []string{
 		"read the facts again (read-only) and check " + strings.Join(NodeChecks(h, ScopePrepared), ", ") +
@@ -177,7 +175,7 @@ func (p *postPreparePhase) DryRun(_ context.Context, h provision.Host) ([]string
 	}, nil
 }
 
-func (p *postPreparePhase) Run(ctx context.Context, h provision.Host) error {
+func (p *postPreparePhase) Run(ctx context.Context, h engine.Host) error {
 	w, poll := p.wait()
 	deadline := time.Now().Add(w)
 	for {

@@ -10,20 +10,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
 )
 
 var (
-	linuxWorker = provision.Host{Name: "k8s-lab-node-1", Role: provision.RoleWorker, OS: provision.Linux}
-	controlPl   = provision.Host{Name: "k8s-lab-master-1", Role: provision.RoleControlPlane, OS: provision.Linux}
-	winWorker   = provision.Host{Name: "k8s-lab-win-1", Role: provision.RoleWorker, OS: provision.Windows}
+	linuxWorker = engine.Host{Name: "k8s-lab-node-1", Role: engine.RoleWorker, OS: engine.Linux}
+	controlPl   = engine.Host{Name: "k8s-lab-master-1", Role: engine.RoleControlPlane, OS: engine.Linux}
+	winWorker   = engine.Host{Name: "k8s-lab-win-1", Role: engine.RoleWorker, OS: engine.Windows}
 	labExpect   = Expect{LinuxID: "ubuntu", LinuxVersionID: "26.04", WindowsBuilds: map[string]string{"k8s-lab-win-1": "10.0.26100"},
 		APIName: "k8s-lab-api.example.com", APIAddresses: []string{"192.168.10.23"}}
 )
 
-func fixture(t *testing.T, name string, h provision.Host) *Facts {
+func fixture(t *testing.T, name string, h engine.Host) *Facts {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
@@ -87,7 +87,7 @@ func TestCheckHost(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		host  provision.Host
+		host  engine.Host
 		facts func() *Facts
 		x     Expect
 		want  []string
@@ -174,10 +174,10 @@ func TestApplyIgnore(t *testing.T) {
 // dialLoopback connects to a fresh loopback SSH server.
 func dialLoopback(t *testing.T) (*transport.Client, *sshtest.Server) {
 	t.Helper()
-	return dialLoopbackOS(t, provision.Linux)
+	return dialLoopbackOS(t, engine.Linux)
 }
 
-func dialLoopbackOS(t *testing.T, hostOS provision.OS) (*transport.Client, *sshtest.Server) {
+func dialLoopbackOS(t *testing.T, hostOS engine.OS) (*transport.Client, *sshtest.Server) {
 	t.Helper()
 	key := sshtest.NewKey(t)
 	srv := sshtest.Start(t, key.Signer.PublicKey())
@@ -241,30 +241,30 @@ func TestPreflightPhasesClonedHosts(t *testing.T) {
 		t.Skip("this machine has no /etc/machine-id")
 	}
 	c, _ := dialLoopback(t)
-	hosts := []provision.Host{
-		{Name: "clone-a", Role: provision.RoleWorker, OS: provision.Linux},
-		{Name: "clone-b", Role: provision.RoleWorker, OS: provision.Linux},
+	hosts := []engine.Host{
+		{Name: "clone-a", Role: engine.RoleWorker, OS: engine.Linux},
+		{Name: "clone-b", Role: engine.RoleWorker, OS: engine.Linux},
 	}
 	runner := func(context.Context, string) (Runner, error) { return c, nil }
 	// This machine may run cgroup v1 (the lab machine does): accepted here.
-	phases, _ := Phases(runner, hosts, Expect{APIName: "localhost", AlreadyInstalled: true, AllowCgroupV1: true}, []string{CheckTimeSync, CheckOSVersion})
-	var events []provision.Event
-	rep := provision.ReporterFunc(func(e provision.Event) { events = append(events, e) })
-	e, err := provision.New(phases, hosts, provision.Options{Reporter: rep, Concurrency: 1})
+	phases, _ := boundPhases(runner, hosts, Expect{APIName: "localhost", AlreadyInstalled: true, AllowCgroupV1: true}, []string{CheckTimeSync, CheckOSVersion})
+	var events []engine.Event
+	rep := engine.ReporterFunc(func(e engine.Event) { events = append(events, e) })
+	e, err := engine.New(phases, hosts, engine.Options{Reporter: rep, Concurrency: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = e.Run(ctx)
-	pes := provision.PhaseErrors(err)
+	pes := engine.PhaseErrors(err)
 	if len(pes) != 1 || pes[0].Phase != "preflight-cluster" || !strings.Contains(err.Error(), "machine-id-unique") ||
 		!strings.Contains(err.Error(), "clone-a, clone-b") {
 		t.Fatalf("want the shared machine id reported, got %v", err)
 	}
 	warned := false
 	for _, ev := range events {
-		if ev.Type == provision.EventWarning && ev.Host == "clone-a" {
+		if ev.Type == engine.EventWarning && ev.Host == "clone-a" {
 			warned = true
 		}
 	}
@@ -411,17 +411,17 @@ func TestPostPrepareWaitsForTheClock(t *testing.T) {
 		{"does not within the wait", time.Millisecond, true, "1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, srv := dialLoopbackOS(t, provision.Windows)
+			c, srv := dialLoopbackOS(t, engine.Windows)
 			srv.Shim("powershell", "#!/bin/sh\nSYNC_AFTER=2 FIXTURE="+fixturePath+" exec sh \"$SHIM_DIR/bin/facts.sh\"\n")
 			if err := os.WriteFile(filepath.Join(srv.Dir, "bin", "facts.sh"), []byte(windowsFactsShim), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			hosts := []provision.Host{winWorker}
+			hosts := []engine.Host{winWorker}
 			x := labExpect
 			x.PostPrepareWait, x.PostPreparePoll = tc.wait, 100*time.Millisecond
 			runner := func(context.Context, string) (Runner, error) { return c, nil }
-			_, post := Phases(runner, hosts, x, nil)
-			e, err := provision.New([]provision.Phase{post}, hosts, provision.Options{})
+			_, post := boundPhases(runner, hosts, x, nil)
+			e, err := engine.New([]engine.Phase{post}, hosts, engine.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

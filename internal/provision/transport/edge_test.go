@@ -22,7 +22,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
 )
 
@@ -200,16 +200,16 @@ func TestDialDefaults(t *testing.T) {
 	cfg.Host, cfg.ConnectTimeout, cfg.KeepAlive, cfg.OS = "", 0, 0, ""
 	c := dial(t, cfg)
 	got := c.Config()
-	if got.Host != f.srv.Addr || got.ConnectTimeout != 15*time.Second || got.KeepAlive != 10*time.Second || got.OS != provision.Linux {
+	if got.Host != f.srv.Addr || got.ConnectTimeout != 15*time.Second || got.KeepAlive != 10*time.Second || got.OS != engine.Linux {
 		t.Errorf("defaults: host %q, connect timeout %v, keepalive %v, OS %q", got.Host, got.ConnectTimeout, got.KeepAlive, got.OS)
 	}
 	if res, err := c.Run(ctxT(t), "echo ok"); err != nil || string(res.Stdout) != "ok\n" {
 		t.Errorf("with the default timeouts: %v", err)
 	}
 	cfg = f.config()
-	cfg.ConnectTimeout, cfg.KeepAlive, cfg.OS = 3*time.Second, -1, provision.Windows
+	cfg.ConnectTimeout, cfg.KeepAlive, cfg.OS = 3*time.Second, -1, engine.Windows
 	got = dial(t, cfg).Config()
-	if got.Host != "node-1" || got.ConnectTimeout != 3*time.Second || got.KeepAlive != -1 || got.OS != provision.Windows {
+	if got.Host != "node-1" || got.ConnectTimeout != 3*time.Second || got.KeepAlive != -1 || got.OS != engine.Windows {
 		t.Errorf("given values: host %q, connect timeout %v, keepalive %v, OS %q", got.Host, got.ConnectTimeout, got.KeepAlive, got.OS)
 	}
 	_, err := Dial(ctxT(t), Config{Host: "noport", Address: "127.0.0.1", KeyFiles: []string{f.key.Path},
@@ -510,7 +510,7 @@ printf '%s\n' "$*" >> "$SHIM_DIR/systemctl.log"
 	}
 
 	cfg := f.config()
-	cfg.OS = provision.Windows
+	cfg.OS = engine.Windows
 	w := dial(t, cfg)
 	// The powershell stand-in prints the script it was given.
 	if id, err := w.BootID(ctxT(t)); err != nil || id != strings.TrimSpace(WrapPowerShell(windowsBootID)) {
@@ -679,7 +679,7 @@ func TestUploadStreamSlowCheck(t *testing.T) {
 func TestUploadStreamWindowsWholeChunks(t *testing.T) {
 	f := newFixture(t)
 	cfg := f.config()
-	cfg.OS = provision.Windows
+	cfg.OS = engine.Windows
 	c := dial(t, cfg)
 	for _, data := range [][]byte{bytes.Repeat([]byte{0xfe}, 2*uploadChunk), nil} {
 		if err := c.UploadStream(ctxT(t), `C:\k\x.bin`, bytes.NewReader(data), sumHex(data), 0o644); err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
 )
 
@@ -45,8 +45,8 @@ func TestOpenSSHRunAndErrors(t *testing.T) {
 	}
 	_, err = c.Run(ctxT(t), "echo partial; printf 'E: Unable to locate %s\\n' package >&2; exit 100")
 	var ce *CommandError
-	if !errors.As(err, &ce) || ce.ExitCode != 100 || !strings.Contains(provision.CommandOutput(err), "E: Unable to locate package") {
-		t.Fatalf("want exit 100 with output, got %v / %q", err, provision.CommandOutput(err))
+	if !errors.As(err, &ce) || ce.ExitCode != 100 || !strings.Contains(engine.CommandOutput(err), "E: Unable to locate package") {
+		t.Fatalf("want exit 100 with output, got %v / %q", err, engine.CommandOutput(err))
 	}
 	if strings.Contains(err.Error(), "Unable to locate package") {
 		t.Errorf("output leaked into Error(): %v", err)
@@ -130,7 +130,7 @@ func TestOpenSSHSudoPowerShellUpload(t *testing.T) {
 		t.Errorf("mode %v", fi.Mode().Perm())
 	}
 	wcfg := cfg
-	wcfg.OS, wcfg.Sudo = provision.Windows, false
+	wcfg.OS, wcfg.Sudo = engine.Windows, false
 	w := dial(t, wcfg)
 	script := "Write-Output \"a 'quoted' $x `n ✓\"; exit 3"
 	res, err = w.Run(ctxT(t), script)

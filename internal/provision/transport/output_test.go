@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
 // TestKeptOutput: whatever the sizes of the writes, keptOutput keeps
@@ -134,7 +134,7 @@ func TestOutputBoundedOverSSH(t *testing.T) {
 	if !errors.As(err, &le) || le.Sent != size || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v\nwant it to say %q", err, want)
 	}
-	if out := provision.CommandOutput(err); len(out) > 2*DefaultKeep+200 {
+	if out := engine.CommandOutput(err); len(out) > 2*DefaultKeep+200 {
 		t.Errorf("the error keeps %d bytes of output", len(out))
 	}
 	zero := sha256.New()

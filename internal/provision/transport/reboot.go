@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
 // Default boot-id and reboot commands.
@@ -69,7 +69,7 @@ func (c *Client) BootID(ctx context.Context) (string, error) {
 	cmd := c.cfg.BootIDCommand
 	if cmd == "" {
 		cmd = linuxBootID
-		if c.cfg.OS == provision.Windows {
+		if c.cfg.OS == engine.Windows {
 			cmd = windowsBootID
 		}
 	}
@@ -95,7 +95,7 @@ func (c *Client) Reboot(ctx context.Context) error {
 	cmd := c.cfg.RebootCommand
 	if cmd == "" {
 		cmd = linuxReboot
-		if c.cfg.OS == provision.Windows {
+		if c.cfg.OS == engine.Windows {
 			cmd = windowsReboot
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
 	"github.com/hybridctl/hybridctl/internal/pwshtest"
@@ -32,7 +32,7 @@ func windowsClient(t *testing.T) (*transport.Client, *sshtest.Server) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := transport.Dial(ctx, transport.Config{Host: "win-1", Address: srv.Addr, User: "administrator", OS: provision.Windows,
+	c, err := transport.Dial(ctx, transport.Config{Host: "win-1", Address: srv.Addr, User: "administrator", OS: engine.Windows,
 		KeyFiles: []string{key.Path}, KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
 // Stream bounds of UploadStream: the transfer fails when no byte moves for
@@ -64,7 +64,7 @@ func (c *Client) UploadStream(ctx context.Context, dst string, r io.Reader, sha2
 	defer func() { close(stop); wg.Wait() }()
 	var script string
 	var in io.Reader = wr
-	if c.cfg.OS == provision.Windows {
+	if c.cfg.OS == engine.Windows {
 		script = windowsStreamScript(dst, sha256hex, mode)
 		in = newBase64LineReader(wr)
 	} else {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
 func sumHex(b []byte) string {
@@ -105,7 +105,7 @@ func TestUploadStreamStalls(t *testing.T) {
 func TestUploadStreamWindows(t *testing.T) {
 	f := newFixture(t)
 	cfg := f.config()
-	cfg.OS = provision.Windows
+	cfg.OS = engine.Windows
 	c := dial(t, cfg)
 	data := bytes.Repeat([]byte("kubelet.exe\x00\xff"), 2000) // several chunks, the last one short
 	if err := c.UploadStream(ctxT(t), `C:\k\bundle\windows-amd64\kubelet.exe`, bytes.NewReader(data), sumHex(data), 0o644); err != nil {

@@ -20,7 +20,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
 // Config describes how to reach one host.
@@ -33,7 +33,7 @@ type Config struct {
 	User string
 	// OS selects how commands are run: sh (with sudo -n when Sudo) on
 	// Linux, PowerShell -EncodedCommand on Windows.
-	OS provision.OS
+	OS engine.OS
 	// Sudo runs Linux commands as root through `sudo -n` (which fails
 	// instead of prompting when a password would be needed).
 	Sudo bool
@@ -123,7 +123,7 @@ func (e *CommandError) Error() string {
 
 func (e *CommandError) Unwrap() error { return e.Err }
 
-// CommandOutput implements provision.OutputError.
+// CommandOutput implements engine.OutputError.
 func (e *CommandError) CommandOutput() string { return string(e.Output) }
 
 // Dial connects to the host described by cfg.
@@ -144,7 +144,7 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 		cfg.KeepAlive = 10 * time.Second
 	}
 	if cfg.OS == "" {
-		cfg.OS = provision.Linux
+		cfg.OS = engine.Linux
 	}
 	c := &Client{cfg: cfg}
 	if err := c.connect(ctx); err != nil {
@@ -279,7 +279,7 @@ func (c *Client) client() (*ssh.Client, error) {
 // is set. On Windows it is the PowerShell -EncodedCommand line.
 func (c *Client) CommandLine(script string) string {
 	switch {
-	case c.cfg.OS == provision.Windows:
+	case c.cfg.OS == engine.Windows:
 		return PowerShellCommand(script)
 	case c.cfg.Sudo:
 		return "sudo -n -- sh -c " + ShellQuote("set -e\n"+script)

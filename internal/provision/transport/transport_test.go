@@ -17,7 +17,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
 )
 
@@ -251,7 +251,7 @@ func TestFailingCommandKeepsOutput(t *testing.T) {
 	if strings.Contains(err.Error(), "swap is enabled") {
 		t.Errorf("Error() must not include the output: %v", err)
 	}
-	out := provision.CommandOutput(err)
+	out := engine.CommandOutput(err)
 	// stdout and stderr are separate SSH streams: both are kept, their
 	// relative order is best-effort.
 	if len(out) != len("[preflight] Running pre-flight checks\n[ERROR Swap]: swap is enabled\n") ||
@@ -263,18 +263,18 @@ func TestFailingCommandKeepsOutput(t *testing.T) {
 	}
 	// Through the engine: output shown with the failure only.
 	var buf bytes.Buffer
-	phases := []provision.Phase{
-		&provision.Func{Name: "ok", RunOnHost: func(ctx context.Context, _ provision.Host) error {
+	phases := []engine.Phase{
+		&engine.Func{Name: "ok", RunOnHost: func(ctx context.Context, _ engine.Host) error {
 			_, err := c.Run(ctx, "echo quiet-success-output")
 			return err
 		}},
-		&provision.Func{Name: "bad", RunOnHost: func(ctx context.Context, _ provision.Host) error {
+		&engine.Func{Name: "bad", RunOnHost: func(ctx context.Context, _ engine.Host) error {
 			_, err := c.Run(ctx, "echo loud-failure-output; exit 1")
 			return err
 		}},
 	}
-	hosts := []provision.Host{{Name: "node-1", Role: provision.RoleWorker, OS: provision.Linux}}
-	e, err := provision.New(phases, hosts, provision.Options{Reporter: provision.NewTextReporter(&buf, phases, hosts)})
+	hosts := []engine.Host{{Name: "node-1", Role: engine.RoleWorker, OS: engine.Linux}}
+	e, err := engine.New(phases, hosts, engine.Options{Reporter: engine.NewTextReporter(&buf, engine.Descriptors(phases), hosts)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +340,7 @@ func TestShellQuoteRoundTrip(t *testing.T) {
 func TestPowerShellEncodingRoundTrip(t *testing.T) {
 	f := newFixture(t)
 	cfg := f.config()
-	cfg.OS = provision.Windows
+	cfg.OS = engine.Windows
 	c := dial(t, cfg)
 	scripts := []string{
 		`Get-Service kubelet | Format-Table Status, Name, StartType`,
@@ -407,15 +407,15 @@ func TestUploadLinux(t *testing.T) {
 	}
 	// A failed upload names the file and keeps the output.
 	err = c.Upload(ctxT(t), "/proc/version/x", []byte("x"), 0o600)
-	if err == nil || !strings.Contains(err.Error(), "/proc/version/x") || provision.CommandOutput(err) == "" {
-		t.Errorf("failed upload: %v / %q", err, provision.CommandOutput(err))
+	if err == nil || !strings.Contains(err.Error(), "/proc/version/x") || engine.CommandOutput(err) == "" {
+		t.Errorf("failed upload: %v / %q", err, engine.CommandOutput(err))
 	}
 }
 
 func TestUploadWindowsStream(t *testing.T) {
 	f := newFixture(t)
 	cfg := f.config()
-	cfg.OS = provision.Windows
+	cfg.OS = engine.Windows
 	c := dial(t, cfg)
 	data := bytes.Repeat([]byte("apiVersion: kubeadm.k8s.io/v1beta4\x00\xff"), 500) // > 1 chunk
 	if err := c.Upload(ctxT(t), `C:\k\join.yaml`, data, 0o600); err != nil {

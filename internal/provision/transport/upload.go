@@ -9,7 +9,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/hybridctl/hybridctl/internal/provision"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
 // uploadChunk is the number of bytes per base64 line sent to PowerShell.
@@ -29,7 +29,7 @@ func (c *Client) Upload(ctx context.Context, dst string, data []byte, mode fs.Fi
 		return fmt.Errorf("upload to %s: empty destination path", c.cfg.Host)
 	}
 	var err error
-	if c.cfg.OS == provision.Windows {
+	if c.cfg.OS == engine.Windows {
 		_, err = c.RunWithStdin(ctx, windowsUploadScript(dst, mode), bytes.NewReader(base64Lines(data)))
 	} else {
 		_, err = c.RunWithStdin(ctx, linuxUploadScript(dst, mode), bytes.NewReader(data))

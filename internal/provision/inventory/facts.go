@@ -1,0 +1,146 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
+	"github.com/hybridctl/hybridctl/internal/provision/preflight"
+	"github.com/hybridctl/hybridctl/internal/provision/transport"
+)
+
+// Runner runs a read-only script on one host (transport.Client does).
+type Runner interface {
+	Run(ctx context.Context, script string) (*transport.Result, error)
+}
+
+// Facts are what a host reports about its Kubernetes installation. Empty
+// strings mean "not there or not readable".
+type Facts struct {
+	// KubeletConf: the host has joined a cluster (kubelet.conf);
+	// AdminConf: it is an initialised control plane (admin.conf).
+	KubeletConf, AdminConf bool
+	// Versions of the installed programs, as "v1.37.2" and "2.2.2".
+	Kubelet, Kubeadm, Kubectl, Containerd string
+	// ContainerdConfig, KubeletConfig and KubeadmFlags are the files'
+	// contents (containerd's config.toml, /var/lib/kubelet/config.yaml,
+	// kubeadm-flags.env), each cut at 256 KiB.
+	ContainerdConfig, KubeletConfig, KubeadmFlags string
+	// Sysctl are the Linux kernel settings the preparation makes, by key.
+	Sysctl map[string]string
+	// Swap is set when a Linux host has active swap.
+	Swap bool
+}
+
+// fileLimit bounds each file a host sends.
+const fileLimit = 256 << 10
+
+// LinuxScript reads the facts of a Linux host; it changes nothing. It runs
+// as root (kubelet's directory is root's).
+func LinuxScript() string {
+	return fmt.Sprintf(`set +e
+s() { echo "### hybridctl $1"; }
+s kubelet-conf; test -e /etc/kubernetes/kubelet.conf && echo present
+s admin-conf; test -e /etc/kubernetes/admin.conf && echo present
+s kubelet-version; kubelet --version 2>/dev/null
+s kubeadm-version; kubeadm version -o short 2>/dev/null
+s kubectl-version; kubectl version --client 2>/dev/null | head -n 1
+s containerd-version; containerd --version 2>/dev/null
+s containerd-config; head -c %[1]d /etc/containerd/config.toml 2>/dev/null
+s kubelet-config; head -c %[1]d /var/lib/kubelet/config.yaml 2>/dev/null
+s kubeadm-flags; head -c %[1]d /var/lib/kubelet/kubeadm-flags.env 2>/dev/null
+s sysctl; for k in %[2]s; do printf '%%s=%%s\n' "$k" "$(sysctl -n "$k" 2>/dev/null)"; done
+s swaps; tail -n +2 /proc/swaps 2>/dev/null
+s end
+`, fileLimit, strings.Join(SysctlKeys(), " "))
+}
+
+// WindowsScript reads the facts of a Windows host (PowerShell; transport
+// encodes it); it changes nothing.
+func WindowsScript() string {
+	return fmt.Sprintf(`function s($n) { Write-Output "### hybridctl $n" }
+$ErrorActionPreference = 'SilentlyContinue'
+function Read-Head($p) { if (Test-Path -LiteralPath $p) { $t = [IO.File]::ReadAllText($p); if ($t.Length -gt %[1]d) { $t.Substring(0, %[1]d) } else { $t } } }
+s kubelet-conf; if (Test-Path C:\etc\kubernetes\kubelet.conf) { 'present' }
+s kubelet-version; if (Test-Path C:\k\kubelet.exe) { & C:\k\kubelet.exe --version }
+s kubeadm-version; if (Test-Path C:\k\kubeadm.exe) { & C:\k\kubeadm.exe version -o short }
+s kubectl-version; if (Test-Path C:\k\kubectl.exe) { & C:\k\kubectl.exe version --client | Select-Object -First 1 }
+s containerd-version; $c = Join-Path $env:ProgramFiles 'containerd\containerd.exe'; if (Test-Path $c) { & $c --version }
+s containerd-config; Read-Head (Join-Path $env:ProgramFiles 'containerd\config.toml')
+s kubelet-config; Read-Head 'C:\var\lib\kubelet\config.yaml'
+s kubeadm-flags; Read-Head 'C:\var\lib\kubelet\kubeadm-flags.env'
+s end
+$global:LASTEXITCODE = 0
+`, fileLimit)
+}
+
+// SysctlKeys are the kernel settings the Linux preparation makes (the
+// guide's "Kernel modules and sysctl").
+func SysctlKeys() []string {
+	return []string{"net.bridge.bridge-nf-call-iptables", "net.bridge.bridge-nf-call-ip6tables", "net.ipv4.ip_forward"}
+}
+
+// Gather reads a host's facts.
+func Gather(ctx context.Context, r Runner, h engine.Host) (*Facts, error) {
+	script := LinuxScript()
+	if h.OS == engine.Windows {
+		script = WindowsScript()
+	}
+	res, err := r.Run(ctx, script)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", h.Name, err)
+	}
+	out := string(res.Stdout)
+	if !strings.Contains(out, "### hybridctl end") {
+		return nil, fmt.Errorf("reading %s: the facts script ended early (no end marker)", h.Name)
+	}
+	return Parse(out), nil
+}
+
+var (
+	// semverRE finds the first version in a program's output:
+	// "Kubernetes v1.37.2", "containerd github.com/containerd/containerd/v2 v2.2.2 abc",
+	// "Client Version: v1.37.2".
+	semverRE = regexp.MustCompile(`\bv?(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?)\b`)
+)
+
+// version returns "v"+the first semantic version in s, or "".
+func version(s string) string {
+	// containerd prints its module path (…/containerd/v2) first: a
+	// version needs dots.
+	m := semverRE.FindStringSubmatch(s)
+	if m == nil {
+		return ""
+	}
+	return "v" + m[1]
+}
+
+// Parse reads the facts script's output.
+func Parse(out string) *Facts {
+	secs := preflight.Sections(out)
+	first := func(name string) string {
+		line, _, _ := strings.Cut(strings.TrimSpace(secs[name]), "\n")
+		return strings.TrimSpace(line)
+	}
+	f := &Facts{
+		KubeletConf:      first("kubelet-conf") == "present",
+		AdminConf:        first("admin-conf") == "present",
+		Kubelet:          version(first("kubelet-version")),
+		Kubeadm:          version(first("kubeadm-version")),
+		Kubectl:          version(first("kubectl-version")),
+		Containerd:       version(first("containerd-version")),
+		ContainerdConfig: secs["containerd-config"],
+		KubeletConfig:    secs["kubelet-config"],
+		KubeadmFlags:     secs["kubeadm-flags"],
+		Sysctl:           map[string]string{},
+	}
+	for _, l := range strings.Split(secs["sysctl"], "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(l), "="); ok && k != "" {
+			f.Sysctl[k] = v
+		}
+	}
+	f.Swap = strings.TrimSpace(secs["swaps"]) != ""
+	return f
+}

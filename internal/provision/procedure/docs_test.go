@@ -1,0 +1,52 @@
+package procedure
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
+)
+
+// generated replaces the text between the BEGIN and END markers of name.
+func generated(doc, name, body string) (string, bool) {
+	begin := "<!-- BEGIN " + name + " phases: generated, do not edit -->\n"
+	end := "<!-- END " + name + " phases -->"
+	i := strings.Index(doc, begin)
+	j := strings.Index(doc, end)
+	if i < 0 || j < i {
+		return doc, false
+	}
+	return doc[:i+len(begin)] + body + doc[j:], true
+}
+
+// TestDocs fails when the phase tables in docs/apply.md differ from the
+// phase lists; -update rewrites them.
+func TestDocs(t *testing.T) {
+	path := filepath.Join("..", "..", "..", "docs", "apply.md")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(b)
+	for _, l := range []struct {
+		name   string
+		phases []engine.Descriptor
+	}{{"apply", ApplyProcedure()}, {"reset", ResetProcedure()}} {
+		var ok bool
+		want, ok = generated(want, l.name, engine.Markdown(l.phases))
+		if !ok {
+			t.Fatalf("docs/apply.md has no %s phases markers", l.name)
+		}
+	}
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if string(b) != want {
+		t.Fatal("docs/apply.md's phase tables are stale: run go test ./internal/provision/apply -run TestDocs -update")
+	}
+}

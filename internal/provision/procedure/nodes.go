@@ -1,0 +1,117 @@
+package procedure
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
+)
+
+// nodesReadyPhase waits until a set of the spec's nodes are registered
+// under their names and Ready: the guide's `kubectl get nodes` after the
+// joins. A node is Ready once the pod network runs on it (its CNI
+// configuration is written), so the phases after it (CoreDNS spread over
+// the workers, the check workloads, doctor) see the cluster as it will be,
+// not half-started. On timeout the error names each node that is not Ready
+// with the kubelet's reason ("cni plugin not initialized": no pod network).
+type nodesReadyPhase struct {
+	title      string
+	who        string // the nodes, for the description: "the Windows nodes"
+	runsOn     string // "cluster, with Windows nodes"
+	after      []string
+	nodes      func([]engine.Host) []engine.Host
+	hosts      []engine.Host
+	restConfig func(ctx context.Context) (*rest.Config, error)
+	timeout    time.Duration
+	poll       time.Duration
+}
+
+// Narrow implements engine.Narrower: the cluster when the spec has such
+// nodes, else nothing.
+func (p *nodesReadyPhase) Narrow(hosts []engine.Host) []engine.Host {
+	if len(p.nodes(p.hosts)) == 0 {
+		return nil
+	}
+	return hosts
+}
+
+func (p *nodesReadyPhase) names() []string {
+	var out []string
+	for _, h := range p.nodes(p.hosts) {
+		out = append(out, h.Name)
+	}
+	return out
+}
+
+func (p *nodesReadyPhase) DryRun(context.Context, engine.Host) ([]string, error) {
+	return []string{fmt.Sprintf("wait up to %s until nodes %s are Ready (kubectl get nodes)", p.timeout, strings.Join(p.names(), ", "))}, nil
+}
+
+// notReadyNodes lists the wanted nodes that are missing or not Ready, in
+// the order of want, each with the kubelet's reason.
+func notReadyNodes(items []corev1.Node, want []string) []string {
+	byName := make(map[string]*corev1.Node, len(items))
+	for i := range items {
+		byName[items[i].Name] = &items[i]
+	}
+	var out []string
+	for _, name := range want {
+		n, ok := byName[name]
+		if !ok {
+			out = append(out, name+" (not registered)")
+			continue
+		}
+		var ready *corev1.NodeCondition
+		for i := range n.Status.Conditions {
+			if n.Status.Conditions[i].Type == corev1.NodeReady {
+				ready = &n.Status.Conditions[i]
+			}
+		}
+		switch {
+		case ready == nil:
+			out = append(out, name+" (no Ready condition yet)")
+		case ready.Status != corev1.ConditionTrue:
+			why := ready.Message
+			if why == "" {
+				why = ready.Reason
+			}
+			out = append(out, fmt.Sprintf("%s (Ready=%s: %s)", name, ready.Status, why))
+		}
+	}
+	return out
+}
+
+func (p *nodesReadyPhase) Run(ctx context.Context, _ engine.Host) error {
+	want := p.names()
+	if len(want) == 0 {
+		return nil
+	}
+	client, err := clientFor(ctx, p.restConfig, p.title)
+	if err != nil {
+		return err
+	}
+	pending, err := waitUntil(ctx, p.timeout, p.poll, func(ctx context.Context) (bool, string) {
+		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "listing Nodes: " + err.Error()
+		}
+		pending := notReadyNodes(list.Items, want)
+		return len(pending) == 0, strings.Join(pending, "; ")
+	})
+	switch {
+	case err == errWaitTimedOut:
+		return fmt.Errorf("not Ready after %s: %s (a node stays NotReady until the pod network runs on it: kubectl describe node NAME)", p.timeout, pending)
+	case err != nil:
+		return fmt.Errorf("waiting for the nodes: %w", err)
+	}
+	return nil
+}
+
+// RunsOn labels the phase in apply --help and docs/apply.md: its targets
+// depend on the spec (none without such nodes).
