@@ -11,7 +11,7 @@
 #   MUTATION_SHORT=1  run the tests with -short (no test control plane; for the live packages)
 #   MUTATION_EXCLUDE  a regular expression of the file paths (relative to the package's
 #                     directory) to leave out (gremlins -E), to run a large package in
-#                     parts: MUTATION_EXCLUDE='^(apply|preflight|transport)/' internal/provision
+#                     parts: MUTATION_EXCLUDE='^(procedure|preflight|transport|inventory)/' internal/provision
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

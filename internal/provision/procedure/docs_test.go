@@ -47,6 +47,6 @@ func TestDocs(t *testing.T) {
 		return
 	}
 	if string(b) != want {
-		t.Fatal("docs/apply.md's phase tables are stale: run go test ./internal/provision/apply -run TestDocs -update")
+		t.Fatal("docs/apply.md's phase tables are stale: run go test ./internal/provision/procedure -run TestDocs -update")
 	}
 }
