@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hybridctl/hybridctl/internal/spec"
+	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
 // YAML writes the adopted spec as a commented cluster.yaml: the fields
@@ -119,19 +120,27 @@ func (a *Adopted) YAML(source string) []byte {
 	return []byte(b.String())
 }
 
-// q quotes a value read from the cluster.
+// q quotes a value read from the cluster as a YAML double-quoted string
+// that reads back as s: JSON's quoting, with the C1 controls, DEL and the
+// runes termtext escapes for terminals written as \uXXXX too, so the file
+// shows as it is when printed. Bytes that are not UTF-8 become U+FFFD.
 func q(s string) string {
 	b, _ := json.Marshal(s)
-	return string(b)
+	out := string(b)
+	if termtext.IsSafe(out) {
+		return out
+	}
+	var sb strings.Builder
+	for _, r := range out {
+		if r == 0x7f || !termtext.IsSafe(string(r)) {
+			fmt.Fprintf(&sb, `\u%04x`, r)
+			continue
+		}
+		sb.WriteRune(r)
+	}
+	return sb.String()
 }
 
 // oneLine keeps a comment on one line: no line breaks or control
 // characters from the cluster reach the file.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return ' '
-		}
-		return r
-	}, s)
-}
+func oneLine(s string) string { return termtext.Line(s) }

@@ -35,6 +35,7 @@ func outputValues() map[string][]string {
 		"hybridctl plan":               {"table", "json", "yaml"},
 		"hybridctl apply":              {"text", "json"},
 		"hybridctl reset":              {"text", "json"},
+		"hybridctl diff":               {"text", "json"},
 		"hybridctl csr approve":        {"table", "json"},
 		"hybridctl kubeconfig import":  {"table", "json"},
 		"hybridctl kubeconfig list":    {"table", "json"},

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"github.com/hybridctl/hybridctl/internal/provision/inventory"
 	"github.com/hybridctl/hybridctl/internal/provision/procedure"
 	"github.com/hybridctl/hybridctl/internal/spec"
+	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
 func newDiffCmd(s Streams) *cobra.Command {
@@ -125,8 +125,6 @@ type diffSummary struct {
 func writeDiff(w io.Writer, format string, r *procedure.DiffResult) error {
 	sum := diffSummary{Changes: len(r.Changes), Drift: len(r.Drift), Extra: len(r.Extra), Unreachable: len(r.Unreachable)}
 	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
 		out := diffJSON{DiffResult: r, Summary: sum}
 		for _, l := range []*[]engine.Change{&r.Changes, &r.Drift} {
 			if *l == nil {
@@ -139,7 +137,7 @@ func writeDiff(w io.Writer, format string, r *procedure.DiffResult) error {
 		if r.Unreachable == nil {
 			r.Unreachable = []procedure.Unreachable{}
 		}
-		return enc.Encode(out)
+		return termtext.EncodeJSON(w, out)
 	}
 	var b strings.Builder
 	byHost := map[string][]engine.Change{}
@@ -155,24 +153,24 @@ func writeDiff(w io.Writer, format string, r *procedure.DiffResult) error {
 		if len(changes) == 0 && len(down[n.Name]) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "node %s (%s: %s)\n", n.Name, n.Status, n.Reason)
+		fmt.Fprintf(&b, "node %s (%s: %s)\n", termtext.Name(n.Name), n.Status, termtext.Line(n.Reason))
 		writeChanges(&b, changes)
 		for _, u := range down[n.Name] {
 			where := ""
 			if u.Phase != "" {
 				where = " (" + u.Phase + ")"
 			}
-			fmt.Fprintf(&b, "  ! not compared%s: %s\n", where, u.Error)
+			fmt.Fprintf(&b, "  ! not compared%s: %s\n", where, termtext.Line(u.Error))
 		}
 	}
 	for _, e := range r.Extra {
-		fmt.Fprintf(&b, "node %s (in the cluster, InternalIP %s, not in the spec: apply leaves it alone)\n", e.Name, e.InternalIP)
+		fmt.Fprintf(&b, "node %s (in the cluster, InternalIP %s, not in the spec: apply leaves it alone)\n", termtext.Name(e.Name), termtext.Name(e.InternalIP))
 	}
 	if cl := byHost[engine.ClusterHostName]; len(cl) > 0 || len(down[engine.ClusterHostName]) > 0 {
 		b.WriteString("cluster\n")
 		writeChanges(&b, cl)
 		for _, u := range down[engine.ClusterHostName] {
-			fmt.Fprintf(&b, "  ! not compared (%s): %s\n", u.Phase, u.Error)
+			fmt.Fprintf(&b, "  ! not compared (%s): %s\n", u.Phase, termtext.Line(u.Error))
 		}
 	}
 	if r.Empty() && len(r.Unreachable) == 0 {
@@ -193,10 +191,10 @@ func writeChanges(b *strings.Builder, changes []engine.Change) {
 		if c.Action == engine.ActionRun {
 			line = c.Phase + ": " + c.Summary
 		}
-		fmt.Fprintf(b, "  %s %s\n", mark, line)
+		fmt.Fprintf(b, "  %s %s\n", mark, termtext.Line(line))
 		for _, l := range strings.Split(strings.TrimRight(c.Diff, "\n"), "\n") {
 			if l != "" {
-				fmt.Fprintf(b, "      %s\n", l)
+				fmt.Fprintf(b, "      %s\n", termtext.Line(l))
 			}
 		}
 	}

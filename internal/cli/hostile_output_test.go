@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,7 +85,8 @@ type hostileCase struct {
 // TestEveryCommandEscapesWhatItShows): a new command cannot be forgotten.
 func hostileCases() map[string]hostileCase {
 	return map[string]hostileCase{
-		"hybridctl init":        {none: "writes the embedded example spec and names the file the user gave"},
+		"hybridctl init":        {feed: feedInitFromCluster},
+		"hybridctl diff":        {feed: feedDiff},
 		"hybridctl version":     {none: "prints the build's own version"},
 		"hybridctl spec schema": {none: "prints the embedded JSON Schema"},
 		"hybridctl completion":  {none: "prints the shell's completion script; the values completed from a kubeconfig or spec are filtered (TestCompletionKubeconfigNames)"},
@@ -212,7 +214,15 @@ func feedCSR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := servingRequestNames(t, "k8s-lab-node-1", []string{"k8s-lab-node-1", hostile}, "192.168.10.24")
+	// A certificate request's DNS names are IA5 strings (ASCII): the
+	// hostile text's C0 controls, without its C1 ones.
+	ascii := strings.Map(func(r rune) rune {
+		if r > 0x7f {
+			return -1
+		}
+		return r
+	}, hostile)
+	req := servingRequestNames(t, "k8s-lab-node-1", []string{"k8s-lab-node-1", ascii}, "192.168.10.24")
 	if _, err := node.CertificatesV1().CertificateSigningRequests().Create(t.Context(), &certv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: "hostile-names"},
 		Spec: certv1.CertificateSigningRequestSpec{Request: req, SignerName: certv1.KubeletServingSignerName,
@@ -526,5 +536,81 @@ func feedConnectivity(t *testing.T) {
 			t.Fatal(err)
 		}
 		assertNoRawControls(t, "the report of a failed test, -o "+format, b.String())
+	}
+}
+
+// hostileCluster is a private test API server and a kubeconfig for it
+// (context testenv).
+func hostileCluster(t *testing.T) (kubernetes.Interface, string) {
+	t.Helper()
+	env := testenv.StartT(t, testenv.Options{})
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.WriteKubeconfig(kc, env.AdminConfig()); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(env.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, kc
+}
+
+// hostileNode creates a Node whose InternalIP and container runtime are
+// the hostile text (the API server checks neither).
+func hostileNode(t *testing.T, cs kubernetes.Interface, name string, labels map[string]string) {
+	t.Helper()
+	n, err := cs.CoreV1().Nodes().Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: hostile}}
+	n.Status.NodeInfo.ContainerRuntimeVersion = "docker://" + hostile
+	n.Status.NodeInfo.KubeletVersion = "v1.37.2"
+	n.Status.NodeInfo.OperatingSystem = "linux"
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(t.Context(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// feedInitFromCluster: init --from-cluster reads a cluster whose kubeadm
+// configuration, kube-proxy mode and Nodes carry the hostile text; its notes
+// and the spec it writes hold none of it raw.
+func feedInitFromCluster(t *testing.T) {
+	cs, kc := hostileCluster(t)
+	ctx := t.Context()
+	// In YAML's double quotes, Go's escapes of the hostile text read as it.
+	name := []byte(strconv.QuoteToASCII(hostile))
+	for cm, data := range map[string]map[string]string{
+		"kubeadm-config": {"ClusterConfiguration": "kind: ClusterConfiguration\nkubernetesVersion: v1.37.2\nclusterName: " + string(name) +
+			"\nnetworking: {podSubnet: 10.244.0.0/16, serviceSubnet: 10.96.0.0/12, dnsDomain: cluster.local}\n"},
+		"kube-proxy": {"config.conf": "kind: KubeProxyConfiguration\napiVersion: kubeproxy.config.k8s.io/v1alpha1\nmode: " + string(name) + "\n"},
+	} {
+		if _, err := cs.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm, Namespace: "kube-system"},
+			Data: data}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hostileNode(t, cs, "cp-1", map[string]string{"node-role.kubernetes.io/control-plane": ""})
+	out := filepath.Join(t.TempDir(), "cluster.yaml")
+	r := hostileRun(t, "", "init", "--from-cluster", "--kubeconfig", kc, "-o", out)
+	if !strings.Contains(r.stderr, `\x1b[1A`) {
+		t.Errorf("init --from-cluster's notes do not show the hostile text escaped (exit %d):\n%s", r.code, r.stderr)
+	}
+	if b, err := os.ReadFile(out); err == nil {
+		assertNoRawControls(t, "the spec init wrote", string(b))
+	}
+}
+
+// feedDiff: diff against a cluster where a spec node's name has a hostile
+// address, and a Node not in the spec too.
+func feedDiff(t *testing.T) {
+	cs, kc := hostileCluster(t)
+	hostileNode(t, cs, "k8s-lab-node-1", nil)
+	hostileNode(t, cs, "extra-node", nil)
+	for _, o := range []string{"text", "json"} {
+		r := hostileRun(t, "", "diff", "-f", lab, "--kubeconfig", kc, "--context", "testenv", "-o", o, "--connect-timeout", "1s")
+		if !strings.Contains(r.stdout+r.stderr, `1A`) {
+			t.Errorf("diff -o %s does not show the hostile address (exit %d):\n%s%s", o, r.code, r.stdout, r.stderr)
+		}
 	}
 }

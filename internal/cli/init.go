@@ -11,6 +11,7 @@ import (
 	"github.com/hybridctl/hybridctl/internal/adopt"
 	"github.com/hybridctl/hybridctl/internal/atomicfile"
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
+	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
 func newInitCmd(s Streams) *cobra.Command {
@@ -72,7 +73,7 @@ file is written atomically. '-o -' prints the spec instead.`,
 				}
 				data = a.YAML(source)
 				for _, n := range a.Notes {
-					fmt.Fprintf(s.Err, "%s: %s: %s\n", n.Severity, n.Path, n.Message)
+					fmt.Fprintf(s.Err, "%s: %s: %s\n", n.Severity, termtext.Line(n.Path), termtext.Line(n.Message))
 				}
 			} else if cmd.Flags().Changed("name") {
 				return Usagef("--name is for --from-cluster (the example is the guide's lab)")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"regexp"
 )
 
 // maxRedactLine is the longest line the streaming redaction keeps: a
@@ -12,7 +13,8 @@ import (
 const maxRedactLine = 64 << 10
 
 // redactingWriter redacts a stream line by line (Redact on each line; a
-// PEM block, which spans lines, is replaced whole) into w, and writes at
+// PEM private key, which spans lines, is replaced whole, as Redact replaces
+// it; other PEM blocks, certificates, are lines like the others) into w, and writes at
 // most max bytes (whole lines): the rest is counted and noted at Close.
 // It never fails a Write of the stream it is given: an error of w is
 // kept, writing stops, and Close returns it.
@@ -22,7 +24,7 @@ type redactingWriter struct {
 	line []byte
 	// cut is set while the rest of an over-long line is dropped.
 	cut bool
-	// inPEM is set between a PEM block's BEGIN and END lines; pemKept
+	// inPEM is set between a PEM private key's BEGIN and END lines; pemKept
 	// when its BEGIN line was within max.
 	inPEM, pemKept bool
 	// full is set once max is reached.
@@ -31,6 +33,13 @@ type redactingWriter struct {
 	skipped int64
 	err     error
 }
+
+// pemKeyBegin is the first line of a PEM private key, as redact's pattern
+// for them reads it.
+var pemKeyBegin = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----`)
+
+// pemKeyRedacted is what redact puts in a private key's place.
+const pemKeyRedacted = "<redacted PEM private key>"
 
 func newRedactingWriter(w io.Writer, max int64) *redactingWriter {
 	return &redactingWriter{w: w, max: max}
@@ -82,12 +91,12 @@ func (r *redactingWriter) flush() {
 		if bytes.Contains(line, []byte("-----END ")) {
 			r.inPEM = false
 			if r.pemKept {
-				out = []byte("<redacted PEM block>\n")
+				out = []byte(pemKeyRedacted + "\n")
 			}
 		}
-	case bytes.Contains(line, []byte("-----BEGIN ")) && !bytes.Contains(line, []byte("-----END ")):
+	case pemKeyBegin.Match(line) && !bytes.Contains(line, []byte("-----END ")):
 		r.inPEM, r.pemKept = true, !r.full
-		i := bytes.Index(line, []byte("-----BEGIN "))
+		i := pemKeyBegin.FindIndex(line)[0]
 		out = Redact(append([]byte{}, line[:i]...))
 	default:
 		out = Redact(append([]byte{}, line...))
@@ -114,7 +123,7 @@ func (r *redactingWriter) Close() error {
 		r.flush()
 	}
 	if r.inPEM && r.pemKept && r.err == nil {
-		_, r.err = io.WriteString(r.w, "<redacted PEM block, unfinished>\n")
+		_, r.err = io.WriteString(r.w, pemKeyRedacted+", unfinished\n")
 	}
 	if r.skipped > 0 && r.err == nil {
 		_, r.err = fmt.Fprintf(r.w, "[hybridctl: %d more bytes of the output are not kept here]\n", r.skipped)

@@ -43,8 +43,18 @@ func TestRedactingWriter(t *testing.T) {
 		}
 	}
 
-	// An over-long line: its start is kept and redacted, the rest noted.
 	var out bytes.Buffer
+	// A certificate is not a secret: kept, line by line, as Redact keeps it.
+	out.Reset()
+	const cert = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUY\n-----END CERTIFICATE-----\n"
+	w0 := newRedactingWriter(&out, 1<<20)
+	_, _ = w0.Write([]byte(cert))
+	_ = w0.Close()
+	if got := out.String(); got != cert || string(Redact([]byte(cert))) != cert {
+		t.Errorf("a certificate: %q (Redact: %q)", got, Redact([]byte(cert)))
+	}
+
+	// An over-long line: its start is kept and redacted, the rest noted.
 	w := newRedactingWriter(&out, 1<<20)
 	long := "token=abcdef.0123456789abcdef " + strings.Repeat("x", 2*maxRedactLine) + "\nnext\n"
 	for _, part := range []string{long[:100], long[100 : maxRedactLine+10], long[maxRedactLine+10:]} {
@@ -61,16 +71,16 @@ func TestRedactingWriter(t *testing.T) {
 	// unfinished PEM block within it is still replaced.
 	out.Reset()
 	w = newRedactingWriter(&out, 100)
-	_, _ = w.Write([]byte("a\n-----BEGIN X-----\nabc"))
+	_, _ = w.Write([]byte("a\n-----BEGIN EC PRIVATE KEY-----\nabc"))
 	_ = w.Close()
-	if got := out.String(); got != "a\n<redacted PEM block, unfinished>\n" {
+	if got := out.String(); got != "a\n<redacted PEM private key>, unfinished\n" {
 		t.Errorf("unfinished PEM: %q", got)
 	}
 	out.Reset()
 	w = newRedactingWriter(&out, 25)
-	_, _ = w.Write([]byte("0123456789\n0123456789\n0123456789\n-----BEGIN X-----\nabc\n"))
+	_, _ = w.Write([]byte("0123456789\n0123456789\n0123456789\n-----BEGIN PRIVATE KEY-----\nabc\n"))
 	_ = w.Close()
-	if got := out.String(); got != "0123456789\n0123456789\n[hybridctl: 33 more bytes of the output are not kept here]\n" {
+	if got := out.String(); got != "0123456789\n0123456789\n[hybridctl: 43 more bytes of the output are not kept here]\n" {
 		t.Errorf("capped: %q", got)
 	}
 }

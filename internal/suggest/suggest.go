@@ -22,9 +22,13 @@ func Closest(word string, candidates []string) (string, bool) {
 	return best, true
 }
 
-// Distance is the Levenshtein distance between a and b, in runes.
+// Distance is the optimal-string-alignment distance between a and b, in
+// runes: Levenshtein's insertions, deletions and substitutions, plus the
+// swap of two neighbouring runes as one edit ("lba" is one edit from "lab").
 func Distance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
+	// Three rows: the one before the previous is needed for swaps.
+	prev2 := make([]int, len(rb)+1)
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)
 	for j := range prev {
@@ -38,8 +42,11 @@ func Distance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(rb)]
 }

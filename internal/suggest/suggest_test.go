@@ -19,6 +19,9 @@ func TestClosest(t *testing.T) {
 		{"swab", "swap", true}, // 1 of 4
 		{"sxab", "swap", true}, // 2 of 4
 		{"sxxb", "", false},    // 3 edits
+		{"sawp", "swap", true}, // a swap of neighbours is 1 edit
+		{"wspa", "swap", true}, // two swaps: 2 of 4
+		{"lal", "all", true},   // 1 substitution of 3
 		{"", "", false},        // empty word
 	} {
 		got, ok := Closest(tc.word, names)
