@@ -227,10 +227,9 @@ func (t *tempSys) commit(noClobber bool) error {
 		return &LinkError{Path: t.d.Path(t.rel), Target: target}
 	}
 	if noClobber {
-		if err := t.root.Link(t.name, t.base); err != nil {
+		if err := renameNoReplace(t.root, filepath.Join(t.d.name, filepath.Dir(t.rel)), t.name, t.base); err != nil {
 			return err
 		}
-		_ = t.root.Remove(t.name)
 	} else if err := t.root.Rename(t.name, t.base); err != nil {
 		return err
 	}
@@ -245,7 +244,12 @@ func (t *tempSys) abort() {
 		return
 	}
 	if !t.done {
-		_ = t.root.Remove(t.name)
+		if err := t.root.Remove(t.name); err != nil {
+			// A Windows without the removal by handle os.Root uses
+			// (wine answers "Invalid function"): by its path, a name
+			// hybridctl made at random in a directory it opened.
+			_ = os.Remove(filepath.Join(t.d.name, filepath.Dir(t.rel), t.name))
+		}
 	}
 	t.root.Close()
 	t.root = nil

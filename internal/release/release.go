@@ -135,6 +135,11 @@ func Build(ctx context.Context, opts Options) ([]File, error) {
 		return atomicfile.Write(ctx, filepath.Join(files, name), data, 0o644, atomicfile.Options{})
 	}
 
+	progress("release: building the SBOM generator")
+	sbomTool, err := installSBOMTool(ctx, opts.SBOMTool, filepath.Join(work, "tools"))
+	if err != nil {
+		return nil, err
+	}
 	var krew []krewArchive
 	var images []imageInput
 	for _, p := range opts.Platforms {
@@ -179,7 +184,7 @@ func Build(ctx context.Context, opts Options) ([]File, error) {
 		sum := sha256.Sum256(archive)
 		krew = append(krew, krewArchive{Platform: p, Name: name, SHA256: hex.EncodeToString(sum[:])})
 		progress("release: SBOM of %s", p)
-		if err := sbom(ctx, opts.SBOMTool, bin, src.Version, filepath.Join(files, SBOMName(src.Version, p))); err != nil {
+		if err := sbom(ctx, sbomTool, bin, p, src.Version, filepath.Join(files, SBOMName(src.Version, p))); err != nil {
 			return nil, err
 		}
 		if p.OS == "linux" {

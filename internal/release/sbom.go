@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
+	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/google/uuid"
@@ -26,23 +29,43 @@ func sbomSerial(binary []byte) string {
 	return uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "https://github.com/hybridctl/hybridctl/sbom/%x", sum)).String()
 }
 
-// sbom writes out, a CycloneDX JSON SBOM of the binary at bin: its Go
-// modules and the standard library, with version as the main component's
-// version. No timestamp: the same binary gives the same bytes.
-func sbom(ctx context.Context, tool, bin, version, out string) error {
+// installSBOMTool builds the SBOM generator (a module@version) for this
+// machine into dir and returns its path. It is built once and run once per
+// platform: the tool takes the package URLs' goos and goarch from its own
+// environment's GOOS and GOARCH, which go run would also use to build it.
+func installSBOMTool(ctx context.Context, tool, dir string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "install", tool)
+	// go install of a module@version ignores the current module; GOFLAGS
+	// could still change it, and a GOOS or GOARCH of the caller's would
+	// make a binary this machine cannot run.
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOBIN="+dir, "GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH)
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &errb, &errb
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building the SBOM generator %s: %w\n%s", tool, err, strings.TrimSpace(errb.String()))
+	}
+	name, _, _ := strings.Cut(path.Base(tool), "@")
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	return filepath.Join(dir, name), nil
+}
+
+// sbom writes out, a CycloneDX JSON SBOM of the binary at bin, built for
+// p: its Go modules and the standard library, with version as the main
+// component's version. No timestamp: the same binary gives the same bytes.
+func sbom(ctx context.Context, tool, bin string, p Platform, version, out string) error {
 	data, err := os.ReadFile(bin)
 	if err != nil {
 		return err
 	}
-	args := []string{"run", tool, "bin", "-json", "-std", "-notimestamp", "-serial", sbomSerial(data), "-version", version, "-output", out, bin}
-	cmd := exec.CommandContext(ctx, "go", args...)
-	// go run of a module@version ignores the current module; GOFLAGS
-	// could still change it.
-	cmd.Env = append(os.Environ(), "GOFLAGS=")
+	args := []string{"bin", "-json", "-std", "-notimestamp", "-serial", sbomSerial(data), "-version", version, "-output", out, bin}
+	cmd := exec.CommandContext(ctx, tool, args...)
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOOS="+p.OS, "GOARCH="+p.Arch)
 	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &errb, &errb
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("SBOM of %s (go %s): %w\n%s", bin, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+		return fmt.Errorf("SBOM of %s (%s %s): %w\n%s", bin, tool, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
 	}
 	return nil
 }
