@@ -52,7 +52,7 @@ if ! ip -o -4 addr show | awk '{print $4}' | grep -qxF -e "$ADDRESS/$PREFIX_LENG
 	have=$(ip -o -4 addr show scope global | awk '{printf " %s=%s", $2, $4}')
 	die "this node does not have its spec address $ADDRESS/$PREFIX_LENGTH (it has:${have:- none}); give it the address, or set spec.network.configure to netplan or systemd-networkd"
 fi
-if ! ip -o -4 route show default | grep -q "via $GATEWAY "; then
+if [[ -n "$GATEWAY" ]] && ! ip -o -4 route show default | grep -q "via $GATEWAY "; then
 	printf '  warning: the default route is not via the spec gateway %s: %s\n' "$GATEWAY" "$(ip -o -4 route show default | head -n1)" >&2
 fi
 resolvers="$(cat /etc/resolv.conf 2>/dev/null; resolvectl dns 2>/dev/null || true)"

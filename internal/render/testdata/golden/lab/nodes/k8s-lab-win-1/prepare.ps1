@@ -193,6 +193,8 @@ if ($null -eq $ip) {
     $route = Get-NetRoute -DestinationPrefix '0.0.0.0/0' -ErrorAction SilentlyContinue | Select-Object -First 1
     if ($null -ne $route) {
         New-NetIPAddress -InterfaceAlias $InterfaceAlias -IPAddress $Address -PrefixLength $PrefixLength | Out-Null
+    } elseif ($Gateway -eq '') {
+        throw "this node has neither its address $Address nor a default route, and spec.network.gateway is empty: give the node its address, or set the gateway in the spec"
     } else {
         New-NetIPAddress -InterfaceAlias $InterfaceAlias -IPAddress $Address -PrefixLength $PrefixLength -DefaultGateway $Gateway | Out-Null
     }
@@ -200,8 +202,12 @@ if ($null -eq $ip) {
 }
 $ifIndex = $ip.InterfaceIndex
 
-Step "DNS servers $($DnsServers -join ', '), primary DNS suffix $DnsSuffix"
-Set-DnsClientServerAddress -InterfaceIndex $ifIndex -ServerAddresses $DnsServers
+if ($DnsServers.Count -gt 0) {
+    Step "DNS servers $($DnsServers -join ', '), primary DNS suffix $DnsSuffix"
+    Set-DnsClientServerAddress -InterfaceIndex $ifIndex -ServerAddresses $DnsServers
+} else {
+    Step "DNS servers kept (spec.network.dnsServers is empty), primary DNS suffix $DnsSuffix"
+}
 Set-ItemProperty -LiteralPath 'HKLM:\SYSTEM\CurrentControlSet\Services\Tcpip\Parameters' -Name 'NV Domain' -Value $DnsSuffix
 
 Step "time from $NtpPeers"
