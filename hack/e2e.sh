@@ -78,16 +78,21 @@ events() {
 }
 
 if [ "$build" = 1 ]; then
-	stage "build hybridctl and the lab's artifacts"
-	"$lab" build
+	stage "build hybridctl and the lab's artifacts for the spec's Kubernetes"
+	"$lab" build hybridctl
 else
 	stage "the lab's artifacts as built (--no-build)"
 	"$lab" build hybridctl lab-programs
 fi
 hybridctl=$("$lab" path hybridctl)
 # The spec's Kubernetes version (v1.37.2, or v1.36.3 for the lab at the
-# previous minor): the assertions and kubectl follow it.
+# previous minor): the artifacts, the assertions and kubectl follow it.
 k8s_version=$("$hybridctl" plan -f "$spec" -o json | jq -r .kubernetesVersion)
+if [ "$build" = 1 ]; then
+	# Every artifact of any release or of the spec's (lab list: NAME VERSION RELEASE ...).
+	mapfile -t artifacts < <("$lab" list | awk -F'\t' -v v="$k8s_version" '$3 == "-" || $3 == v {print $1}')
+	"$lab" build "${artifacts[@]}"
+fi
 kubectl_bin=$("$lab" path --kubernetes-version "$k8s_version" kubectl)
 
 # shellcheck disable=SC2317 # called by the trap
