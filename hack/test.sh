@@ -2,8 +2,9 @@
 # The project's test command (README): prerequisites (system packages when
 # missing, the test control plane, cached), formatting, vet, staticcheck,
 # then every test of hack/testenv and of the main module, against the real
-# control plane, then the end-to-end test in the lab (hack/e2e.sh: apply
-# builds a real cluster on real Linux nodes; docs/e2e.md). Extra arguments
+# control plane, then the end-to-end tests in the lab (hack/e2e.sh: apply
+# builds a real cluster on real Linux nodes; hack/e2e-brownfield.sh: a
+# cluster built by hand, adopted and grown; docs/e2e.md). Extra arguments
 # go to the main module's go test. HYBRIDCTL_E2E=skip skips the lab (for
 # contributors on a machine that cannot run it; CI never sets it).
 set -euo pipefail
@@ -77,4 +78,6 @@ echo "== end-to-end (the lab)"
 # Root and systemd-nspawn are required; without them hack/e2e.sh says what
 # is missing and fails (exit 3). Its artifacts are built once and cached.
 hack/e2e.sh || status=$?
+# A cluster built by hand with kubeadm, adopted, a node added and removed.
+hack/e2e-brownfield.sh --no-build || status=$?
 exit "$status"
