@@ -113,14 +113,18 @@ stage "the bundle"
 # The lab's flags, without its kubeconfig and state file: the cluster's
 # admin credentials come from the control plane (as a user of a cluster
 # hybridctl did not build has them), and apply starts with no state.
-read -r -a lab_flags <<<"$("$lab" flags -f "$spec")"
-flags=()
-for ((i = 0; i < ${#lab_flags[@]}; i++)); do
-	case "${lab_flags[i]}" in
-	--kubeconfig | --state) i=$((i + 1)) ;;
-	*) flags+=("${lab_flags[i]}") ;;
-	esac
-done
+without_cluster_flags() { # the words of lab flags without --kubeconfig and --state
+	local words i
+	read -r -a words <<<"$1"
+	for ((i = 0; i < ${#words[@]}; i++)); do
+		case "${words[i]}" in
+		--kubeconfig | --state) i=$((i + 1)) ;;
+		*) printf '%s\n' "${words[i]}" ;;
+		esac
+	done
+}
+mapfile -t flags < <(without_cluster_flags "$("$lab" flags -f "$spec")")
+mapfile -t reset_flags < <(without_cluster_flags "$("$lab" flags -f "$spec" --for reset)")
 key=$(printf '%s\n' "${flags[@]}" | sed -n '/^--identity$/{n;p}')
 known=$(printf '%s\n' "${flags[@]}" | sed -n '/^--known-hosts$/{n;p}')
 kubeconfig=$out/admin.conf
@@ -297,15 +301,16 @@ sed 's/^/   | /' "$out/diff-2.txt"
 check "diff exits 0: nothing to change (exit $rc)" test "$rc" = 0
 
 stage "reset --node $added"
+records() { jq -r --arg n "$added" '[paths | .[] | select(. == $n)] | length' "$out/apply.state.json" 2>/dev/null || echo 0; }
+check "the state file has records of $added before the reset" test "$(records)" -gt 0
 set +e
-"$hybridctl" reset -f "$spec" "${flags[@]}" --kubeconfig "$kubeconfig" --context "$context" --state "$out/apply.state.json" --node "$added" --yes -o json >"$out/reset.json"
+"$hybridctl" reset -f "$spec" "${reset_flags[@]}" --kubeconfig "$kubeconfig" --context "$context" --state "$out/apply.state.json" --node "$added" --yes -o json >"$out/reset.json"
 rc=$?
 set -e
 events <"$out/reset.json"
 check "reset --node completes (exit $rc)" test "$rc" = 0
 check "$added's Node is gone" test "$(kctl get node "$added" -o name 2>/dev/null)" = ""
-check "the state file keeps no record of $added" test \
-	"$(jq -r --arg n "$added" '[.. | strings | select(. == $n)] | length' "$out/apply.state.json" 2>/dev/null || echo 0)" = 0
+check "the state file keeps no record of $added" test "$(records)" = 0
 set +e
 "$hybridctl" diff -f "$two" "${flags[@]}" --kubeconfig "$kubeconfig" --context "$context" "${skip[@]}" >"$out/diff-3.txt" 2>&1
 rc=$?

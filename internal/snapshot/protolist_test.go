@@ -371,7 +371,7 @@ func FuzzAddPodProto(f *testing.F) {
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "q", UID: "u", ResourceVersion: "7", Labels: map[string]string{"app": "x", "k8s-app": "calico-node"},
 			Annotations:     map[string]string{"a": "b"},
 			OwnerReferences: []metav1.OwnerReference{{Kind: "Node", Name: "n1"}, {APIVersion: "apps/v1", Kind: "DaemonSet", Name: "calico-node", Controller: &yes}},
-			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}}}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: metav1.NewFieldsV1(`{"f:status":{}}`)}}},
 			Spec: corev1.PodSpec{NodeName: "w1"},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
 				ContainerStatuses: []corev1.ContainerStatus{{Name: "c", Ready: true, Image: "i", ImageID: "d", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},

@@ -42,8 +42,6 @@ func InventoryFrom(p *plan.Plan) (csr.Inventory, error) {
 // node has an approved serving certificate request.
 type approveCSRsPhase struct {
 	title      string
-	after      []string
-	who        string // the nodes, for the description: "the Windows nodes"
 	nodes      func([]engine.Host) []engine.Host
 	hosts      []engine.Host
 	inventory  csr.Inventory

@@ -55,7 +55,6 @@ func CACertHash(caPEM []byte) (string, error) {
 type joinPhase struct {
 	title    string
 	windows  bool
-	after    []string
 	files    Artifacts
 	hosts    []engine.Host
 	connect  func(ctx context.Context, host string) (hostConn, error)

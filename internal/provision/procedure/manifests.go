@@ -33,11 +33,10 @@ const FieldManager = "hybridctl"
 // content again is a no-op on the server, so the phase is idempotent
 // without a check of its own.
 type manifestPhase struct {
-	title, desc string
-	after       []string
-	paths       []string
-	files       Artifacts
-	restConfig  func(ctx context.Context) (*rest.Config, error)
+	title      string
+	paths      []string
+	files      Artifacts
+	restConfig func(ctx context.Context) (*rest.Config, error)
 }
 
 // objects decodes every document of the phase's files.

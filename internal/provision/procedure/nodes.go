@@ -22,9 +22,6 @@ import (
 // with the kubelet's reason ("cni plugin not initialized": no pod network).
 type nodesReadyPhase struct {
 	title      string
-	who        string // the nodes, for the description: "the Windows nodes"
-	runsOn     string // "cluster, with Windows nodes"
-	after      []string
 	nodes      func([]engine.Host) []engine.Host
 	hosts      []engine.Host
 	restConfig func(ctx context.Context) (*rest.Config, error)

@@ -64,7 +64,7 @@ func TestNodesReadyPhase(t *testing.T) {
 		{Name: "nr-worker", Role: engine.RoleWorker, OS: engine.Linux},
 		{Name: "nr-win", Role: engine.RoleWorker, OS: engine.Windows},
 	}
-	linux := &nodesReadyPhase{title: "linux-nodes-ready", who: "the Linux nodes", nodes: engine.LinuxNodes, hosts: hosts,
+	linux := &nodesReadyPhase{title: "linux-nodes-ready", nodes: engine.LinuxNodes, hosts: hosts,
 		restConfig: rc, timeout: 300 * time.Millisecond, poll: 50 * time.Millisecond}
 	setReady := func(name string, status corev1.ConditionStatus, msg string) {
 		t.Helper()
@@ -104,7 +104,7 @@ func TestNodesReadyPhase(t *testing.T) {
 		t.Errorf("returned after %s, before the nodes were Ready", time.Since(start))
 	}
 
-	windows := &nodesReadyPhase{title: "windows-nodes-ready", who: "the Windows nodes", nodes: engine.WindowsNodes, hosts: hosts,
+	windows := &nodesReadyPhase{title: "windows-nodes-ready", nodes: engine.WindowsNodes, hosts: hosts,
 		restConfig: rc, timeout: time.Hour, poll: 50 * time.Millisecond}
 	cctx, ccancel := context.WithCancel(ctx)
 	time.AfterFunc(200*time.Millisecond, ccancel)
