@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Down removes everything the state file records, newest first, then
@@ -25,6 +26,11 @@ func Down(ctx context.Context, lab *Lab, log func(string, ...any)) error {
 		return err
 	}
 	var errs []error
+	// The nodes' veth links on the bridge: the kernel removes them after
+	// their network namespaces go, some time after the nodes stop. A next
+	// up of the same machine names fails while one is left ("Failed to
+	// add new veth interfaces: File exists"): Down waits for them.
+	veths := bridgePorts(lab.Bridge())
 	// Processes first, wherever they are recorded: a node must be gone
 	// before its tree is removed.
 	for i := len(st.Resources) - 1; i >= 0; i-- {
@@ -64,7 +70,55 @@ func Down(ctx context.Context, lab *Lab, log func(string, ...any)) error {
 			errs = append(errs, err)
 		}
 	}
+	if err := awaitLinksGone(ctx, veths, 30*time.Second, log); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// bridgePorts lists the links enslaved to bridge (none when it is gone).
+func bridgePorts(bridge string) []string {
+	ents, err := os.ReadDir(filepath.Join("/sys/class/net", bridge, "brif"))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// awaitLinksGone waits until none of links exists, deleting those still
+// there after timeout.
+func awaitLinksGone(ctx context.Context, links []string, timeout time.Duration, log func(string, ...any)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var left []string
+		for _, l := range links {
+			if _, err := os.Stat(filepath.Join("/sys/class/net", l)); err == nil {
+				left = append(left, l)
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			var errs []error
+			for _, l := range left {
+				log("delete link %s (still there %s after its node stopped)", l, timeout)
+				if _, err := run(ctx, "ip", "link", "del", l); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			return errors.Join(errs...)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 func removeResource(ctx context.Context, r Resource, log func(string, ...any)) error {
