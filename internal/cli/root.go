@@ -32,6 +32,7 @@ func commands(s Streams) []*cobra.Command {
 		graceful(newApplyCmd(s), ""),
 		graceful(newResetCmd(s), ""),
 		newDiffCmd(s),
+		graceful(newUpgradeCmd(s), ""),
 		newCSRCmd(s),
 		newBundleCmd(s),
 		newKubeconfigCmd(s),

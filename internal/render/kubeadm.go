@@ -264,3 +264,49 @@ func ignorePreflight(p *plan.Plan) []string {
 	}
 	return nil
 }
+
+// upgradeConfiguration is kubeadm's v1beta4 UpgradeConfiguration: the
+// --config of kubeadm upgrade apply and kubeadm upgrade node.
+type upgradeConfiguration struct {
+	metav1.TypeMeta `json:",inline"`
+	Apply           upgradeApply `json:"apply"`
+	Node            upgradeNode  `json:"node"`
+}
+
+type upgradeApply struct {
+	KubernetesVersion     string   `json:"kubernetesVersion"`
+	IgnorePreflightErrors []string `json:"ignorePreflightErrors,omitempty"`
+}
+
+type upgradeNode struct {
+	IgnorePreflightErrors []string `json:"ignorePreflightErrors,omitempty"`
+}
+
+// UpgradeConfiguration renders the kubeadm configuration hybridctl
+// upgrade runs kubeadm upgrade apply and kubeadm upgrade node with, to the
+// plan's Kubernetes version. The preflight errors ignored are init's
+// (SystemVerification on cgroup v1), and, on a cluster with Windows nodes,
+// CreateJob: kubeadm's health check starts a Job with no OS node selector,
+// which can land on a Windows node and fail there (kubeadm issues 3065,
+// 3282); the control plane's own health is checked by hybridctl before and
+// after.
+func UpgradeConfiguration(p *plan.Plan) ([]byte, error) {
+	ignore := ignorePreflight(p)
+	for _, n := range p.Nodes {
+		if n.IsWindows() {
+			ignore = append(ignore, "CreateJob")
+			break
+		}
+	}
+	uc := upgradeConfiguration{
+		TypeMeta: typeMeta(kubeadmAPIVersion, "UpgradeConfiguration"),
+		Apply:    upgradeApply{KubernetesVersion: p.KubernetesVersion, IgnorePreflightErrors: ignore},
+		Node:     upgradeNode{IgnorePreflightErrors: ignore},
+	}
+	header := comment(
+		"kubeadm upgrade configuration of cluster "+p.Cluster+" to "+p.KubernetesVersion+", rendered by hybridctl.",
+		"hybridctl upgrade runs: kubeadm upgrade apply "+p.KubernetesVersion+" --config FILE --yes on the first",
+		"control plane, kubeadm upgrade node --config FILE on every other node.",
+	)
+	return yamlDocs(header, verbatim{uc})
+}

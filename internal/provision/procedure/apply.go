@@ -70,6 +70,8 @@ type Deps struct {
 	ResetNodes []string
 	// DrainTimeout bounds draining one node in reset (default 5m).
 	DrainTimeout time.Duration
+	// Upgrade is what the upgrade procedure needs (UpgradePhases).
+	Upgrade UpgradeDeps
 }
 
 // cleanupTimeout bounds removing a secret file after its use.
@@ -95,6 +97,8 @@ func (d Deps) withDefaults() Deps {
 	def(&d.CSRTimeout, 10*time.Minute)
 	def(&d.NodesReadyTimeout, 15*time.Minute)
 	def(&d.DrainTimeout, 5*time.Minute)
+	def(&d.Upgrade.DrainTimeout, 5*time.Minute)
+	def(&d.Upgrade.ReadyTimeout, 10*time.Minute)
 	return d
 }
 
@@ -123,13 +127,7 @@ func applyDefs() []def[*applyBinding] {
 		{preflight.ClusterDescriptor(), func(b *applyBinding) (engine.Runner, error) { return b.preflight(1) }},
 		{engine.Descriptor{Name: "bundle-upload", RunsOn: "every node, with a bundle", After: []string{"preflight-cluster"},
 			Does: "packages.source bundle (apply --bundle DIR): send each node the bundle files its OS needs to /var/cache/hybridctl/bundle (Windows C:\\k\\bundle), only those missing or different there, checked by sha256 on the node"},
-			func(b *applyBinding) (engine.Runner, error) {
-				d := b.d
-				if err := needs(d.ssh()); err != nil {
-					return nil, err
-				}
-				return &bundleUploadPhase{bundle: d.Bundle, connect: func(ctx context.Context, host string) (bundleConn, error) { return d.Connect(ctx, host) }}, nil
-			}},
+			func(b *applyBinding) (engine.Runner, error) { return b.bundleUpload() }},
 		{engine.Descriptor{Name: "linux-prepare", Targets: engine.LinuxNodes, After: []string{"preflight-cluster"},
 			Does: "run the rendered prepare.sh: name, address, swap, modules, sysctl, chrony, containerd, Kubernetes packages"},
 			func(b *applyBinding) (engine.Runner, error) {
@@ -195,23 +193,9 @@ func applyDefs() []def[*applyBinding] {
 					drainTimeout: d.DrainTimeout, readyTimeout: d.NodesReadyTimeout, poll: 2 * time.Second, members: members{d.Members}}, nil
 			}},
 		{cluster("calico", "Calico CRDs and Tigera operator, the endpoint ConfigMap, Installation (VXLAN, BGP off, HNS), APIServer, strictAffinity"),
-			func(b *applyBinding) (engine.Runner, error) {
-				d := b.d
-				if err := needs(d.api()); err != nil {
-					return nil, err
-				}
-				if err := needs("Calico's manifests (Deps.Calico)", d.Calico != nil); err != nil {
-					return nil, err
-				}
-				return &calicoPhase{files: d.Files, manifests: d.Calico, restConfig: d.RESTConfig}, nil
-			}},
+			func(b *applyBinding) (engine.Runner, error) { return b.calico() }},
 		{readOnly(cluster("calico-ready", "wait until every TigeraStatus is Available")),
-			func(b *applyBinding) (engine.Runner, error) {
-				if err := needs(b.d.api()); err != nil {
-					return nil, err
-				}
-				return &calicoReadyPhase{hosts: b.d.Hosts, restConfig: b.d.RESTConfig, timeout: b.d.CalicoTimeout, poll: 5 * time.Second}, nil
-			}},
+			func(b *applyBinding) (engine.Runner, error) { return b.calicoReady() }},
 		{engine.Descriptor{Name: "join-linux", Targets: engine.LinuxWorkers, After: []string{"calico-ready"}, Does: joinDoes},
 			func(b *applyBinding) (engine.Runner, error) { return b.join("join-linux", false) }},
 		{cluster("approve-linux-csrs", approveDoes("the control plane and the Linux workers"), "join-linux"),
@@ -286,6 +270,32 @@ func Phases(d Deps) ([]engine.Phase, error) {
 type applyBinding struct {
 	d          Deps
 	preflight3 []engine.Runner
+}
+
+func (b *applyBinding) bundleUpload() (engine.Runner, error) {
+	d := b.d
+	if err := needs(d.ssh()); err != nil {
+		return nil, err
+	}
+	return &bundleUploadPhase{bundle: d.Bundle, connect: func(ctx context.Context, host string) (bundleConn, error) { return d.Connect(ctx, host) }}, nil
+}
+
+func (b *applyBinding) calico() (engine.Runner, error) {
+	d := b.d
+	if err := needs(d.api()); err != nil {
+		return nil, err
+	}
+	if err := needs("Calico's manifests (Deps.Calico)", d.Calico != nil); err != nil {
+		return nil, err
+	}
+	return &calicoPhase{files: d.Files, manifests: d.Calico, restConfig: d.RESTConfig}, nil
+}
+
+func (b *applyBinding) calicoReady() (engine.Runner, error) {
+	if err := needs(b.d.api()); err != nil {
+		return nil, err
+	}
+	return &calicoReadyPhase{hosts: b.d.Hosts, restConfig: b.d.RESTConfig, timeout: b.d.CalicoTimeout, poll: 5 * time.Second}, nil
 }
 
 func (b *applyBinding) preflight(i int) (engine.Runner, error) {

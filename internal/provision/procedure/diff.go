@@ -64,7 +64,7 @@ var ErrNothingCompared = errors.New("nothing could be compared")
 // nodes wrap ErrClusterDiffers; a cluster that cannot be read,
 // ErrClusterUnreadable. Offline compares with nothing: every node is new.
 func Diff(ctx context.Context, o Options) (*DiffResult, error) {
-	r, err := setup(ctx, &o, false)
+	r, err := setup(ctx, &o, modeDiff, Phases)
 	if err != nil {
 		return nil, err
 	}

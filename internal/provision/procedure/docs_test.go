@@ -21,32 +21,46 @@ func generated(doc, name, body string) (string, bool) {
 	return doc[:i+len(begin)] + body + doc[j:], true
 }
 
-// TestDocs fails when the phase tables in docs/apply.md differ from the
-// phase lists; -update rewrites them.
+// TestDocs fails when the phase tables in docs/apply.md and
+// docs/upgrade.md differ from the phase lists; -update rewrites them.
 func TestDocs(t *testing.T) {
-	path := filepath.Join("..", "..", "..", "docs", "apply.md")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := string(b)
-	for _, l := range []struct {
-		name   string
-		phases []engine.Descriptor
-	}{{"apply", ApplyProcedure()}, {"reset", ResetProcedure()}} {
-		var ok bool
-		want, ok = generated(want, l.name, engine.Markdown(l.phases))
-		if !ok {
-			t.Fatalf("docs/apply.md has no %s phases markers", l.name)
+	for _, doc := range []struct {
+		file   string
+		tables []struct {
+			name   string
+			phases []engine.Descriptor
 		}
-	}
-	if *update {
-		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+	}{
+		{"apply.md", []struct {
+			name   string
+			phases []engine.Descriptor
+		}{{"apply", ApplyProcedure()}, {"reset", ResetProcedure()}}},
+		{"upgrade.md", []struct {
+			name   string
+			phases []engine.Descriptor
+		}{{"upgrade", UpgradeProcedure()}}},
+	} {
+		path := filepath.Join("..", "..", "..", "docs", doc.file)
+		b, err := os.ReadFile(path)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return
-	}
-	if string(b) != want {
-		t.Fatal("docs/apply.md's phase tables are stale: run go test ./internal/provision/procedure -run TestDocs -update")
+		want := string(b)
+		for _, l := range doc.tables {
+			var ok bool
+			want, ok = generated(want, l.name, engine.Markdown(l.phases))
+			if !ok {
+				t.Fatalf("docs/%s has no %s phases markers", doc.file, l.name)
+			}
+		}
+		if *update {
+			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if string(b) != want {
+			t.Errorf("docs/%s's phase tables are stale: run go test ./internal/provision/procedure -run TestDocs -update", doc.file)
+		}
 	}
 }

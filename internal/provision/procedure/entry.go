@@ -99,7 +99,11 @@ func (e planError) Error() string        { return e.err.Error() }
 func (e planError) Unwrap() error        { return e.err }
 func (e planError) Is(target error) bool { return target == ErrPlanNotUsable }
 
-func (o *Options) validate() error {
+func (o *Options) validate() error { return o.validateFor(ApplyProcedure()) }
+
+// validateFor checks the options for a run of procedure (whose phase
+// names --only and --skip-phases take).
+func (o *Options) validateFor(procedure []engine.Descriptor) error {
 	var errs []error
 	bad := func(option, format string, args ...any) {
 		errs = append(errs, &optionError{option, fmt.Sprintf(format, args...)})
@@ -138,7 +142,7 @@ func (o *Options) validate() error {
 	}
 	known := map[string]bool{}
 	var names []string
-	for _, d := range ApplyProcedure() {
+	for _, d := range procedure {
 		known[d.Name] = true
 		names = append(names, d.Name)
 	}
@@ -179,11 +183,17 @@ func (o *Options) validate() error {
 // canceled (finished steps stay recorded; the summary counts what did not
 // run), or the failed phases as engine.PhaseErrors finds them.
 func Apply(ctx context.Context, o Options) (engine.Summary, error) {
-	r, err := setup(ctx, &o, true)
+	r, err := setup(ctx, &o, modeApply, Phases)
 	if err != nil {
 		return engine.Summary{}, err
 	}
 	defer r.close()
+	return r.run(ctx, &o)
+}
+
+// run runs the prepared phases with the options' engine settings and
+// returns the summary.
+func (r *prepared) run(ctx context.Context, o *Options) (engine.Summary, error) {
 	var report engine.Reporter = engine.ReporterFunc(func(engine.Event) {})
 	if o.Reporter != nil {
 		report = o.Reporter(engine.Descriptors(r.phases))
@@ -217,13 +227,27 @@ type prepared struct {
 	close    func()
 }
 
+// setupMode is what setup refuses of the cluster it reads.
+type setupMode int
+
+const (
+	// modeApply refuses conflicts and another version (Discover), and
+	// forgets stale state records.
+	modeApply setupMode = iota
+	// modeDiff refuses nothing: diff reports it.
+	modeDiff
+	// modeUpgrade refuses conflicts; the version gate ran before.
+	modeUpgrade
+)
+
 // setup renders the plan, verifies the bundle (before anything
 // connects), opens the SSH pool, reads the cluster and the hosts (unless
-// offline; refusing what apply must not touch when refuse is set) and
-// binds the apply procedure.
-func setup(ctx context.Context, o *Options, refuse bool) (*prepared, error) {
-	if err := o.validate(); err != nil {
-		return nil, err
+// offline; refusing what mode refuses) and binds the procedure with build.
+func setup(ctx context.Context, o *Options, mode setupMode, build func(Deps) ([]engine.Phase, error)) (*prepared, error) {
+	if mode != modeUpgrade {
+		if err := o.validate(); err != nil {
+			return nil, err
+		}
 	}
 	ignore, _ := preflight.ValidateIgnore(o.IgnorePreflight)
 	p := o.Plan
@@ -264,24 +288,29 @@ func setup(ctx context.Context, o *Options, refuse bool) (*prepared, error) {
 	// What the cluster and the hosts are before anything changes: members
 	// are left alone; conflicts and a version change stop apply here.
 	if !o.Offline {
-		if refuse {
+		switch mode {
+		case modeApply:
 			r.members, err = Discover(ctx, p, r.hosts, connect, RESTConfigFrom(target), o.Concurrency)
-		} else {
+			if err == nil {
+				err = o.forgetStale(ctx, r.members)
+			}
+		default:
 			r.members, err = inventory.Discover(ctx, inventory.Options{Hosts: r.hosts, RESTConfig: RESTConfigFrom(target), Concurrency: o.Concurrency,
 				Connect: func(ctx context.Context, host string) (inventory.Runner, error) { return connect(ctx, host) }})
 			if err != nil {
 				err = fmt.Errorf("%w: %w", ErrClusterUnreadable, err)
+			} else if mode == modeUpgrade {
+				if cerr := r.members.Conflicts(); cerr != nil {
+					err = fmt.Errorf("%w:\n%w", ErrClusterDiffers, cerr)
+				}
 			}
-		}
-		if err == nil && refuse {
-			err = o.forgetStale(ctx, r.members)
 		}
 		if err != nil {
 			r.close()
 			return nil, err
 		}
 	}
-	r.phases, err = Phases(Deps{Hosts: r.hosts, Connect: connect, Inventory: csrInventory, Members: r.members,
+	r.phases, err = build(Deps{Hosts: r.hosts, Connect: connect, Inventory: csrInventory, Members: r.members,
 		Kubeconfig: target, RESTConfig: RESTConfigFrom(target), Bundle: bndl,
 		Calico: CalicoFrom(p, manifestsDir), CalicoTimeout: o.CalicoTimeout,
 		Addons: addons,
