@@ -4,7 +4,8 @@
 # then every test of hack/testenv and of the main module, against the real
 # control plane, then the end-to-end tests in the lab (hack/e2e.sh: apply
 # builds a real cluster on real Linux nodes; hack/e2e-brownfield.sh: a
-# cluster built by hand, adopted and grown; docs/e2e.md). Extra arguments
+# cluster built by hand, adopted and grown; hack/e2e-upgrade.sh: an
+# upgrade from v1.36 to v1.37; docs/e2e.md). Extra arguments
 # go to the main module's go test. HYBRIDCTL_E2E=skip skips the lab (for
 # contributors on a machine that cannot run it; CI never sets it).
 set -euo pipefail
@@ -80,4 +81,7 @@ echo "== end-to-end (the lab)"
 hack/e2e.sh || status=$?
 # A cluster built by hand with kubeadm, adopted, a node added and removed.
 hack/e2e-brownfield.sh --no-build || status=$?
+# The lab at v1.36 applied, then upgraded to v1.37 (it builds v1.36's
+# artifacts, cached after the first run).
+hack/e2e-upgrade.sh || status=$?
 exit "$status"

@@ -36,6 +36,7 @@ func outputValues() map[string][]string {
 		"hybridctl apply":              {"text", "json"},
 		"hybridctl reset":              {"text", "json"},
 		"hybridctl diff":               {"text", "json"},
+		"hybridctl upgrade":            {"text", "json"},
 		"hybridctl csr approve":        {"table", "json"},
 		"hybridctl kubeconfig import":  {"table", "json"},
 		"hybridctl kubeconfig list":    {"table", "json"},

@@ -87,6 +87,7 @@ func hostileCases() map[string]hostileCase {
 	return map[string]hostileCase{
 		"hybridctl init":        {feed: feedInitFromCluster},
 		"hybridctl diff":        {feed: feedDiff},
+		"hybridctl upgrade":     {feed: feedUpgrade},
 		"hybridctl version":     {none: "prints the build's own version"},
 		"hybridctl spec schema": {none: "prints the embedded JSON Schema"},
 		"hybridctl completion":  {none: "prints the shell's completion script; the values completed from a kubeconfig or spec are filtered (TestCompletionKubeconfigNames)"},
@@ -611,6 +612,26 @@ func feedDiff(t *testing.T) {
 		r := hostileRun(t, "", "diff", "-f", lab, "--kubeconfig", kc, "--context", "testenv", "-o", o, "--connect-timeout", "1s")
 		if !strings.Contains(r.stdout+r.stderr, `1A`) {
 			t.Errorf("diff -o %s does not show the hostile address (exit %d):\n%s%s", o, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+// feedUpgrade: upgrade refuses a cluster whose NotReady Node reports a
+// hostile kubelet version, and its message shows it escaped.
+func feedUpgrade(t *testing.T) {
+	cs, kc := hostileCluster(t)
+	n, err := cs.CoreV1().Nodes().Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "k8s-lab-node-1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status.NodeInfo.KubeletVersion = "v1.37.2" + hostile
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(t.Context(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []string{"text", "json"} {
+		r := hostileRun(t, "", "upgrade", "-f", "../../examples/lab-linux.yaml", "--bundle", t.TempDir(), "--kubeconfig", kc, "--context", "testenv", "--yes", "-o", o)
+		if r.code != ExitProblem || !strings.Contains(r.stderr, `1A`) {
+			t.Errorf("upgrade -o %s: exit %d, the hostile version not shown escaped:\n%s%s", o, r.code, r.stdout, r.stderr)
 		}
 	}
 }

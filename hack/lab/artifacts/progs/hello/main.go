@@ -7,6 +7,9 @@
 //	                      unless the status is 2xx
 //	hello lookup NAME     resolve NAME, print one address a line
 //	hello sleep           wait for SIGTERM (a pod to exec into)
+//	hello poll URL        GET URL every second (2 s deadline each) until
+//	                      SIGTERM; one line a request: UNIX-SECONDS ok, or
+//	                      UNIX-SECONDS fail REASON (an upgrade's client)
 //
 // Static (CGO_ENABLED=0, pure-Go resolver), so the image needs no libc.
 package main
@@ -65,8 +68,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	case args[0] == "sleep" && len(args) == 1:
 		<-ctx.Done()
 		return nil
+	case args[0] == "poll" && len(args) == 2:
+		return poll(ctx, args[1], out)
 	}
-	return usage("usage: hello [get URL | lookup NAME | sleep]")
+	return usage("usage: hello [get URL | lookup NAME | sleep | poll URL]")
 }
 
 func get(ctx context.Context, url string, out io.Writer) error {
@@ -88,6 +93,32 @@ func get(ctx context.Context, url string, out io.Writer) error {
 		return fmt.Errorf("get %s: %s", url, resp.Status)
 	}
 	return nil
+}
+
+func poll(ctx context.Context, url string, out io.Writer) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	client := &http.Client{Timeout: 2 * time.Second}
+	for {
+		status := "ok"
+		resp, err := client.Get(url)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+			resp.Body.Close()
+			if resp.StatusCode/100 != 2 {
+				err = errors.New(resp.Status)
+			}
+		}
+		if err != nil {
+			status = "fail " + err.Error()
+		}
+		fmt.Fprintf(out, "%d %s\n", time.Now().Unix(), status)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
 }
 
 func serve(ctx context.Context) error {
