@@ -115,7 +115,7 @@ func TestOfflineDryRunNamesNoPublicSite(t *testing.T) {
 	}
 }
 
-// TestOfflineHybridDryRunNamesNoPublicSite: the same done-when grep for the
+// TestOfflineHybridDryRunNamesNoPublicSite: the same public-site grep for the
 // guide's lab with a Windows node and both add-ons, given a private
 // registry and a bundle: the Windows node gets its bundle files and its
 // SHA256SUMS, the add-ons come from the bundle, and nothing in the dry run
