@@ -281,7 +281,7 @@ func benchLint(b *testing.B, ks, bin, style string, nodes, pods int) {
 //
 // The floors read typed objects and skip the Calico kinds (a handful of
 // objects). It reports each run's time, CPU time and peak RSS, and
-// x-list and x-informer, doctor's time over each floor's (the issue's
+// x-list and x-informer, doctor's time over each floor's (the
 // target: at most 1.2 times the cache floor, in at most 120 MB). The
 // memory target is read off doctor-bin: the hybridctl binary running
 // doctor as its own process (its peak RSS, read by GNU time), since

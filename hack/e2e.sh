@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # The whole script is one brace group: bash reads it completely before
 # running it, so editing this file while a run is in progress cannot change
-# or break that run (it once did).
+# or break that run.
 {
 
 spec=examples/lab-linux.yaml

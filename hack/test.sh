@@ -51,8 +51,8 @@ fi
 
 echo "== go mod tidy"
 # hack/lab requires the main module through a replace: a dependency the
-# main module gains must reach hack/lab's go.mod too (it once did not, and
-# hack/lab/lab stopped building). hack/testenv pins Kubernetes' own go.sum
+# main module gains must reach hack/lab's go.mod too, or hack/lab/lab
+# stops building. hack/testenv pins Kubernetes' own go.sum
 # and is left as it is.
 go mod tidy -diff
 go -C hack/lab mod tidy -diff

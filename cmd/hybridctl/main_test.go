@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 
 // TestSignalEndsReadOnlyCommand: doctor stuck on a silent API server (with
 // no deadline of its own) ends at once on the first SIGINT or SIGTERM, with
-// 130 or 143 (issue 11 item 4).
+// 130 or 143.
 func TestSignalEndsReadOnlyCommand(t *testing.T) {
 	srv := silentapi.Start(t)
 	for _, tc := range []struct {

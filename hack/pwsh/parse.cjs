@@ -1,5 +1,5 @@
 // Parses PowerShell scripts with the tree-sitter PowerShell grammar and
-// checks two rules from hybridctl's Windows review (issue 20).
+// checks two rules hybridctl's rendered Windows scripts keep.
 //
 // Input on stdin: JSON [{"name": "...", "text": "..."}]. Output, one line
 // per finding: NAME:LINE:COL: KIND: message, where KIND is "syntax error"

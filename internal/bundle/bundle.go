@@ -1,4 +1,4 @@
-// Package bundle describes the bundle of issue 16: a directory on the
+// Package bundle describes the offline install bundle: a directory on the
 // workstation holding every binary, package and manifest an offline install
 // of a cluster needs, with a SHA256SUMS file. The layout is docs/bundle.md:
 //

@@ -14,7 +14,7 @@ import (
 
 // TestArtifactsRefuseURLsOutOfTheirRelease: a plan changed by hand whose
 // Calico or add-on URL leaves its release, also only once its dot segments
-// are removed, gets no artifact list; the version payload is one.
+// are removed, gets no artifact list; a version holding "/../" is one.
 func TestArtifactsRefuseURLsOutOfTheirRelease(t *testing.T) {
 	for name, c := range map[string]struct {
 		edit func(*plan.Plan)
@@ -23,7 +23,7 @@ func TestArtifactsRefuseURLsOutOfTheirRelease(t *testing.T) {
 		"operator in another repository": {func(p *plan.Plan) {
 			p.Calico.OperatorManifestURL = plan.CalicoURLPrefix + "v3.33.0/manifests/../../../../evil/repo/main/tigera-operator.yaml"
 		}, "the Tigera operator manifest"},
-		"the issue's calico version": {func(p *plan.Plan) {
+		"a calico version with dot segments": {func(p *plan.Plan) {
 			p.Calico.Version = "v3.33.0-x/../../../evil/repo/main"
 			p.Versions.Calico = p.Calico.Version
 		}, "spec.calico.version"},

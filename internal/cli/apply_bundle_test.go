@@ -53,7 +53,8 @@ func fakeBundle(t *testing.T, specFile string) string {
 	return dir
 }
 
-// publicSite is issue 16's list of public registries and download sites.
+// publicSite matches the public registries and download sites an
+// air-gapped site cannot reach.
 var publicSite = regexp.MustCompile(`pkgs\.k8s\.io|dl\.k8s\.io|github\.com|raw\.githubusercontent\.com|registry\.k8s\.io|docker\.io|quay\.io|mcr\.microsoft\.com`)
 
 // TestApplyBundleFlag: packages.source bundle needs --bundle and an upstream
@@ -79,8 +80,7 @@ func TestApplyBundleFlag(t *testing.T) {
 	}
 }
 
-// TestOfflineDryRunNamesNoPublicSite is issue 16's done-when test for the
-// dry run: apply --dry-run --offline --bundle of a spec with a private
+// TestOfflineDryRunNamesNoPublicSite: apply --dry-run --offline --bundle of a spec with a private
 // registry and a bundle names no public registry or download site; the
 // same dry run of the guide's lab (upstream) does, so the grep can fail.
 func TestOfflineDryRunNamesNoPublicSite(t *testing.T) {
@@ -115,7 +115,7 @@ func TestOfflineDryRunNamesNoPublicSite(t *testing.T) {
 	}
 }
 
-// TestOfflineHybridDryRunNamesNoPublicSite: the same done-when grep for the
+// TestOfflineHybridDryRunNamesNoPublicSite: the same public-site grep for the
 // guide's lab with a Windows node and both add-ons, given a private
 // registry and a bundle: the Windows node gets its bundle files and its
 // SHA256SUMS, the add-ons come from the bundle, and nothing in the dry run

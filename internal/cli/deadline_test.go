@@ -12,7 +12,7 @@ import (
 
 // TestSilentAPIServer: an API server that accepts TLS connections and never
 // answers makes doctor and csr approve give up with exit 3 and a message
-// naming the server and the deadline (issue 11 item 4), on either deadline.
+// naming the server and the deadline, on either deadline.
 func TestSilentAPIServer(t *testing.T) {
 	srv := silentapi.Start(t)
 	want := "the API server at " + srv.URL + " did not answer within 1 s"

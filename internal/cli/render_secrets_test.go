@@ -14,8 +14,7 @@ const (
 )
 
 // TestRenderJoinSecrets: the token and CA hash go together (one alone is a
-// usage error: it used to write a join file with a real token beside a
-// placeholder); the secrets come from a file, standard input or the
+// usage error, so no join file holds a real token beside a placeholder); the secrets come from a file, standard input or the
 // environment without a warning, and from argv with one.
 func TestRenderJoinSecrets(t *testing.T) {
 	dir := t.TempDir()

@@ -93,7 +93,7 @@ func decode(t *testing.T, s string) connectivity.Report {
 	return rep
 }
 
-// The done-when of issue 18 against the test API server: the probes are
+// Against the test API server, probes that never become ready are
 // reported as not scheduled within --ready-timeout, every test that needed
 // them as not run (not failed), exit 3, and nothing is left behind. The API
 // server admitted every probe pod, the Windows one included, in a

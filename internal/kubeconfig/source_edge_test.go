@@ -16,7 +16,8 @@ import (
 )
 
 // The edges of ParseSource and its helpers, each limit on both sides and
-// each message exact (session 8's mutation run of source.go).
+// each message exact (written for the mutants of source.go that survived
+// hack/mutation.sh; docs/testing.md).
 
 // TestSourceSizeLimit: a source of exactly maxSourceSize bytes is read
 // (here: all blanks, so it is then refused as empty), one byte more is

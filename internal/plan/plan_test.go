@@ -80,7 +80,7 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// TestLabNumbers is the "done when": the guide's numbers for its lab.
+// TestLabNumbers: the guide's numbers for its lab.
 func TestLabNumbers(t *testing.T) {
 	p := deriveFile(t, "../../examples/lab.yaml")
 	var js map[string]any

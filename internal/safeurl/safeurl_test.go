@@ -51,7 +51,7 @@ func TestUnder(t *testing.T) {
 		{calico, calico, ""},
 		{"https://pkgs.k8s.io/core:/stable:/", "https://pkgs.k8s.io/core:/stable:/v1.37/deb/", ""},
 		{calico + "v3.33.0/manifests/", calico + "v3.33.0/manifests/a.yaml", ""},
-		// the payload, once joined as text
+		// a version with dot segments, once joined as text
 		{calico, calico + "v3.33.0-x/../../../evil/repo/main/manifests/tigera-operator.yaml", "leaves /projectcalico/calico/"},
 		// dot segments that stay under the prefix still change what is fetched
 		{calico, calico + "v3.33.0-x/../v3.30.0/manifests/a.yaml", "dot segment"},

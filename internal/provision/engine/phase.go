@@ -1,4 +1,4 @@
-// Package engine runs hybridctl's procedures (apply, reset, upgrade) and
+// Package engine runs hybridctl's procedures (apply, reset) and
 // compares them with reality (diff): one explicit ordered list of phases,
 // each run on the hosts it targets, with a state file so that an
 // interrupted run resumes where it stopped.

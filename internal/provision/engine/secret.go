@@ -98,8 +98,8 @@ func (r *Redactor) addLocked(v string) {
 // Every occurrence of every secret is found in s first and overlapping
 // ones are replaced together, so that two secrets overlapping in the text
 // (or one occurrence overlapping another of the same secret) leave no part
-// of either visible; replacing one secret after another did (the second
-// no longer matched once the first was gone). A nil Redactor returns s
+// of either visible, which replacing one secret after another would not
+// (the second no longer matches once the first is gone). A nil Redactor returns s
 // unchanged.
 func (r *Redactor) Redact(s string) string {
 	if r == nil {

@@ -19,7 +19,8 @@ import (
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 )
 
-// Tests written for the survivors of gremlins (docs/testing.md, session 8).
+// Tests written for the mutants that survived hack/mutation.sh
+// (docs/testing.md).
 
 // fakeBundleConn answers the bundle state script with out and records the
 // scripts run and the uploads' destinations; an upload to a path ending in

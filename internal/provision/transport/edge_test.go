@@ -26,7 +26,7 @@ import (
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
 )
 
-// Tests written for the survivors of gremlins (docs/testing.md, session 8):
+// Tests written for the mutants that survived hack/mutation.sh (docs/testing.md):
 // exact messages, defaults, keepalive, backoff, reboot polling, upload
 // stream timers. The timing tests compare against margins several times
 // what the code allows, so a loaded machine does not fail them; the slow
@@ -392,8 +392,8 @@ func TestReconnectBackoff(t *testing.T) {
 
 // lateContext reports the deadline d but ends a little after it, as a
 // runtime timer may: a socket deadline of d then fails the handshake while
-// ctx.Err() is still nil (the race that made Reconnect keep a cut-short
-// error before session 8, seen in 5 of 6 runs with a plain deadline).
+// ctx.Err() is still nil: Reconnect must not keep that cut-short error
+// (with a plain deadline a loaded machine shows the race in most runs).
 type lateContext struct {
 	context.Context
 	d time.Time

@@ -229,8 +229,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := b.LayoutBundle(ctx, lab.BundleDir(), lab.Plan); err != nil {
 			return err
 		}
-		// One bundle for every version used to be laid out in
-		// <cache>/bundle; it is no one's any more.
+		// <cache>/bundle (one bundle for every version, an older cache
+		// layout) belongs to nothing now: remove it.
 		_ = os.RemoveAll(filepath.Join(cache, "bundle"))
 		_ = os.Remove(filepath.Join(cache, "bundle.lab-stamp"))
 		fmt.Fprintln(stdout, lab.BundleDir())

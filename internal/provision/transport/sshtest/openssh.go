@@ -32,7 +32,7 @@ const SSHDPath = "/usr/sbin/sshd"
 // PowerShell command forms also go through a real sshd and login shell.
 // Sessions run with HOME (and XDG_CONFIG_HOME, ZDOTDIR) in an empty
 // directory of the test's and without ~/.ssh/rc, so the user's dotfiles
-// (a pyenv init in ~/.bashrc once made every session take a minute) cannot
+// (a pyenv init in ~/.bashrc can make every session take a minute) cannot
 // change or slow the tests.
 type OpenSSH struct {
 	t       *testing.T
