@@ -99,6 +99,12 @@ func Diff(ctx context.Context, o Options) (*DiffResult, error) {
 			if n.Status != inventory.StatusMember {
 				continue
 			}
+			if n.Object != nil {
+				if kv := n.Object.Status.NodeInfo.KubeletVersion; kv != "" && kv != o.Plan.KubernetesVersion {
+					res.Changes = append(res.Changes, engine.Change{Phase: "upgrade", Host: n.Host.Name, Action: ActionUpgrade,
+						Summary: fmt.Sprintf("kubelet %s, the spec says %s: hybridctl upgrade upgrades this node", kv, o.Plan.KubernetesVersion)})
+				}
+			}
 			for _, d := range inventory.Drift(n, x) {
 				res.Drift = append(res.Drift, engine.Change{Host: n.Host.Name, Action: engine.ActionDrift, Summary: d.String()})
 			}
