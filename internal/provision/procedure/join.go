@@ -26,6 +26,9 @@ const (
 	// windowsKubeadm is where PrepareNode.ps1 puts kubeadm; called by full
 	// path (the machine PATH it set is not the SSH session's).
 	windowsKubeadm = `C:\k\kubeadm.exe`
+	// windowsPathFirst puts C:\k first on the process's PATH, where
+	// kubeadm finds kubelet.exe.
+	windowsPathFirst = `$env:Path = 'C:\k;' + $env:Path`
 	joinTokenTTL   = "1h"
 )
 
@@ -120,7 +123,7 @@ func (p *joinPhase) DryRun(_ context.Context, h engine.Host) ([]string, error) {
 	}
 	run := "run as root: kubeadm join --config " + join
 	if p.windows {
-		run = "run: " + transport.NativeCommand(windowsKubeadm, "join", "--config", join)
+		run = "run: " + windowsPathFirst + "; " + transport.NativeCommand(windowsKubeadm, "join", "--config", join) + " (kubeadm's preflight finds kubelet.exe on PATH)"
 	}
 	return append(lines, run, "remove "+join+" (it holds the token), also when the join fails"), nil
 }
@@ -212,9 +215,11 @@ func (p *joinPhase) Run(ctx context.Context, h engine.Host) (err error) {
 	}
 	cmd := "kubeadm join --config " + join
 	if p.windows {
-		// PrepareNode.ps1 put kubeadm.exe in C:\k; the session's PATH may
-		// predate it.
-		cmd = transport.NativeCommand(windowsKubeadm, "join", "--config", join)
+		// kubeadm's join preflight runs `kubelet --version` through PATH,
+		// whatever path kubeadm.exe itself is called by; PrepareNode.ps1 put
+		// both in C:\k, which the SSH session's PATH may predate: C:\k goes
+		// first on PATH in the same process.
+		cmd = windowsPathFirst + "\n" + transport.NativeCommand(windowsKubeadm, "join", "--config", join)
 	}
 	_, err = c.Run(ctx, cmd)
 	return err

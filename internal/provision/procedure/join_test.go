@@ -140,7 +140,9 @@ func TestJoinWindows(t *testing.T) {
 	if node.uploads[windowsJoinFile] != 0o600 || string(node.data[`C:\k\patches\kubeletconfiguration.yaml`]) != "maxPods: 60\n" {
 		t.Errorf("uploads %v", node.uploads)
 	}
-	want := []string{`Invoke-Native 'C:\k\kubeadm.exe' @('join', '--config', 'C:\k\join.yaml')`, `Remove-Item -Force -ErrorAction SilentlyContinue 'C:\k\join.yaml'`}
+	// C:\k goes first on PATH in the same script as the join: kubeadm's
+	// preflight runs kubelet --version through PATH.
+	want := []string{"$env:Path = 'C:\\k;' + $env:Path\n" + `Invoke-Native 'C:\k\kubeadm.exe' @('join', '--config', 'C:\k\join.yaml')`, `Remove-Item -Force -ErrorAction SilentlyContinue 'C:\k\join.yaml'`}
 	if strings.Join(node.runs, "|") != strings.Join(want, "|") {
 		t.Errorf("runs %q", node.runs)
 	}
