@@ -19,6 +19,10 @@ type impl struct {
 	diff    func(h Host) ([]Change, error)
 	present map[string]bool // ShouldRun: false on these hosts
 	delay   time.Duration
+	// meet: a step waits (up to 5 s) until another runs beside it, so a
+	// phase allowed to run steps at once shows it even on a loaded
+	// machine, and one that may not waits the 5 s out.
+	meet bool
 }
 
 func (p *impl) Run(ctx context.Context, _ Host) error {
@@ -27,6 +31,18 @@ func (p *impl) Run(ctx context.Context, _ Host) error {
 	p.maxAct = max(p.maxAct, p.active)
 	p.mu.Unlock()
 	defer func() { p.mu.Lock(); p.active--; p.mu.Unlock() }()
+	if p.meet {
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			p.mu.Lock()
+			met := p.maxAct >= 2
+			p.mu.Unlock()
+			if met {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	select {
 	case <-time.After(p.delay):
 	case <-ctx.Done():
@@ -61,7 +77,7 @@ func (p differ) Diff(_ context.Context, h Host) ([]Change, error) { return p.dif
 // descriptor's targets, its Skipper is asked before running.
 func TestBoundCapabilities(t *testing.T) {
 	serial := &impl{limit: 1, delay: 30 * time.Millisecond}
-	free := &impl{delay: 30 * time.Millisecond}
+	free := &impl{delay: 30 * time.Millisecond, meet: true}
 	noWindows := &impl{narrow: func(hs []Host) []Host {
 		var out []Host
 		for _, h := range hs {
