@@ -154,6 +154,14 @@ func kubeadmConfig(p *plan.Plan) ([]byte, error) {
 		TypeMeta: typeMeta("kubeproxy.config.k8s.io/v1alpha1", "KubeProxyConfiguration"),
 		Mode:     kubeproxyv1alpha1.ProxyMode(p.KubeProxy.LinuxMode),
 	}
+	if p.AllowCgroupV1 {
+		// On a container host nf_conntrack_max belongs to the machine
+		// that runs it (a global sysctl, read-only inside): kube-proxy
+		// v1.36 fails to start when it cannot raise it. maxPerCore 0
+		// leaves the limit as the host set it.
+		var zero int32
+		proxy.Conntrack.MaxPerCore = &zero
+	}
 	header := comment(
 		"kubeadm configuration for "+cp.Name+" (cluster "+p.Cluster+"), rendered by hybridctl.",
 		"Guide: \"Configuration and kubeadm init\". On "+cp.Name+":",
