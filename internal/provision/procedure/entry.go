@@ -198,6 +198,9 @@ func (r *prepared) run(ctx context.Context, o *Options) (engine.Summary, error) 
 	if o.Reporter != nil {
 		report = o.Reporter(engine.Descriptors(r.phases))
 	}
+	for _, w := range r.warnings {
+		report.Report(engine.Event{Time: time.Now(), Type: engine.EventWarning, Host: engine.ClusterHostName, Reason: w})
+	}
 	var summary engine.Summary
 	e, err := engine.New(r.phases, r.hosts, engine.Options{
 		Cluster: o.Plan.Cluster, StatePath: o.StatePath, DryRun: o.DryRun, Offline: o.Offline,
@@ -224,6 +227,8 @@ type prepared struct {
 	phases   []engine.Phase
 	members  *inventory.Inventory
 	redactor *engine.Redactor
+	// warnings found before the run, reported first.
+	warnings []string
 	close    func()
 }
 

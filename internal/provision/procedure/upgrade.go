@@ -13,6 +13,7 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
 	"github.com/hybridctl/hybridctl/internal/kubeconfig"
+	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/render"
 	"github.com/hybridctl/hybridctl/internal/spec"
@@ -34,6 +35,18 @@ type UpgradeOptions struct {
 	// ReadyTimeout the wait for a node to be Ready at the new version
 	// (default 10 minutes).
 	DrainTimeout, ReadyTimeout time.Duration
+	// SkipImageCheck leaves out the look-up of kube-proxy-windows's new
+	// image in its registry.
+	SkipImageCheck bool
+}
+
+func hasWindows(p *plan.Plan) bool {
+	for _, n := range p.Nodes {
+		if n.IsWindows() {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrUpgradeRefused matches (errors.Is) Upgrade's error when the cluster
@@ -130,6 +143,7 @@ func Upgrade(ctx context.Context, o UpgradeOptions) (engine.Summary, error) {
 	}
 	up := UpgradeDeps{To: o.Plan.KubernetesVersion, MaxUnavailable: o.MaxUnavailable, DrainTimeout: o.DrainTimeout, ReadyTimeout: o.ReadyTimeout,
 		Bundle: o.Plan.PackagesSource == spec.SourceBundle, AptRepo: o.Plan.KubernetesAptRepo}
+	var warnings []string
 	if !o.Offline {
 		// The version gate reads the API server and the Nodes only: no
 		// host is contacted before it passes.
@@ -154,7 +168,16 @@ func Upgrade(ctx context.Context, o UpgradeOptions) (engine.Summary, error) {
 			return engine.Summary{}, err
 		}
 		for _, n := range up.SkipNodes {
-			engine.Warn(ctx, "node %s is NotReady: left out of the upgrade (--allow-not-ready)", n)
+			warnings = append(warnings, fmt.Sprintf("node %s is NotReady: left out of the upgrade (--allow-not-ready)", n))
+		}
+		if hasWindows(o.Plan) && o.Plan.KubeProxy.WindowsImage != "" && !o.SkipImageCheck {
+			reachable, err := checkImageExists(ctx, o.Plan.KubeProxy.WindowsImage)
+			if err != nil {
+				return engine.Summary{}, err
+			}
+			if !reachable {
+				warnings = append(warnings, fmt.Sprintf("could not look %s up in its registry from here: the Windows nodes must be able to pull it", o.Plan.KubeProxy.WindowsImage))
+			}
 		}
 	}
 	cfg, err := render.UpgradeConfiguration(o.Plan)
@@ -170,6 +193,7 @@ func Upgrade(ctx context.Context, o UpgradeOptions) (engine.Summary, error) {
 		return engine.Summary{}, err
 	}
 	defer r.close()
+	r.warnings = warnings
 	return r.run(ctx, &o.Options)
 }
 
