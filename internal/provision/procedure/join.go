@@ -29,7 +29,7 @@ const (
 	// windowsPathFirst puts C:\k first on the process's PATH, where
 	// kubeadm finds kubelet.exe.
 	windowsPathFirst = `$env:Path = 'C:\k;' + $env:Path`
-	joinTokenTTL   = "1h"
+	joinTokenTTL     = "1h"
 )
 
 var tokenRE = regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`)
