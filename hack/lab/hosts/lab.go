@@ -147,6 +147,12 @@ func (l *Lab) ApplyFlags() []string {
 	return append(l.Flags(), "--bundle", l.BundleDir(), "--ignore-preflight-errors", "time-sync")
 }
 
+// UpgradeFlags are the flags hybridctl upgrade needs in the lab: the
+// connection's and the spec version's bundle (upgrade runs no preflight).
+func (l *Lab) UpgradeFlags() []string {
+	return append(l.Flags(), "--bundle", l.BundleDir())
+}
+
 // validName is what the lab accepts as a node or cluster name: it becomes a
 // machine name, a host name and a directory name.
 func validName(s string) error {

@@ -5,7 +5,7 @@
 //	lab up -f SPEC           make the lab (refuses a spec that does not fit)
 //	lab down -f SPEC         remove everything lab up made (idempotent)
 //	lab leftovers [-f SPEC]  list what of the lab (or any lab) is still here
-//	lab flags -f SPEC [--for apply|reset]  the extra flags hybridctl needs
+//	lab flags -f SPEC [--for apply|reset|upgrade]  the extra flags hybridctl needs
 //	lab kubeconfig -f SPEC   the admin kubeconfig's path
 //	lab check                what this machine lacks to run the lab
 //	lab bundle -f SPEC       lay the built binaries out as the spec's bundle,
@@ -37,7 +37,7 @@ const usage = `usage: lab COMMAND [flags]
   up -f SPEC              boot the lab for SPEC (root, Linux)
   down -f SPEC            remove everything up made; safe to repeat
   leftovers [-f SPEC]     list what of the lab (default: of any lab) remains
-  flags -f SPEC [--for apply|reset]
+  flags -f SPEC [--for apply|reset|upgrade]
                           print the extra flags hybridctl apply/reset need
   kubeconfig -f SPEC      print the admin kubeconfig's path (once applied)
   check                   print what this machine lacks to run the lab
@@ -201,8 +201,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stdout, strings.Join(lab.ApplyFlags(), " "))
 		case "reset":
 			fmt.Fprintln(stdout, strings.Join(lab.Flags(), " "))
+		case "upgrade":
+			fmt.Fprintln(stdout, strings.Join(lab.UpgradeFlags(), " "))
 		default:
-			return fail(2, "--for takes apply or reset, not %q", *forCmd)
+			return fail(2, "--for takes apply, reset or upgrade, not %q", *forCmd)
 		}
 		return nil
 	case "push":
