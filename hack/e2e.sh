@@ -38,44 +38,10 @@ if [ "${HYBRIDCTL_E2E:-}" = skip ]; then
 	exit 0
 fi
 
-lab=hack/lab/lab
-cache="${HYBRIDCTL_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hybridctl/lab}"
-if ! "$lab" check; then
-	echo "e2e: the lab cannot run on this machine (see above); HYBRIDCTL_E2E=skip skips the end-to-end test" >&2
-	exit 3
-fi
-for t in jq ssh; do
-	command -v "$t" >/dev/null || { echo "e2e: $t is missing (hack/install-deps.sh installs it)" >&2; exit 3; }
-done
-mkdir -p "$cache"
-out=$(mktemp -d "$cache/e2e.XXXXXX")
-
-t0=$(date +%s)
-stage_t=$t0
-stages=()
-say() { printf '== e2e [%4ss] %s\n' "$(($(date +%s) - t0))" "$*"; }
-stage() { # stage NAME: ends the previous stage's timing, starts NAME's
-	local now
-	now=$(date +%s)
-	[ -z "${stage_name:-}" ] || stages+=("$(printf '%-34s %4ss' "$stage_name" "$((now - stage_t))")")
-	stage_name=$1
-	stage_t=$now
-	say "$1"
-}
-fails=0
-check() { # check DESCRIPTION COMMAND...: an assertion; the run goes on
-	if "${@:2}"; then
-		printf '   ok   %s\n' "$1"
-	else
-		printf '   FAIL %s\n' "$1" >&2
-		fails=$((fails + 1))
-	fi
-}
-# events FILE: the JSON events of an apply as one readable line each.
-events() {
-	jq -r --unbuffered 'select(.type != "dry-run") |
-		"   [\(.sinceStartMs / 1000 | floor | tostring | (" " * (4 - length)) + .)s] \(.type) \(.phase // "") \(.host // "") \(.reason // .error // "")\(if .summary then " " + (.summary | tostring) else "" end)"'
-}
+e2e_name=e2e
+e2e_tools=""
+# shellcheck source=hack/e2e-lib.sh
+. hack/e2e-lib.sh
 
 if [ "$build" = 1 ]; then
 	stage "build hybridctl and the lab's artifacts for the spec's Kubernetes"

@@ -46,7 +46,7 @@ fi
 
 if command -v shellcheck >/dev/null 2>&1; then
 	echo "== shellcheck"
-	shellcheck .ci/run hack/*.sh hack/testenv/testenv hack/lab/lab bench/*.sh
+	shellcheck -x .ci/run hack/*.sh hack/testenv/testenv hack/lab/lab bench/*.sh
 fi
 
 echo "== go mod tidy"

@@ -257,11 +257,8 @@ func runApply(cmd *cobra.Command, s Streams, f *applyFlags) error {
 	if err != nil {
 		return err
 	}
-	switch bundleMode := sess.plan.PackagesSource == spec.SourceBundle; {
-	case bundleMode && f.bundleDir == "":
-		return Usagef("spec.packages.source is bundle: apply needs --bundle DIR, the bundle directory (hybridctl bundle download -f SPEC -d DIR makes it)")
-	case !bundleMode && f.bundleDir != "":
-		return Usagef("--bundle is for spec.packages.source: bundle; the spec's packages.source is %s", sess.plan.PackagesSource)
+	if err := checkBundleFlag(sess.plan, f.bundleDir, "apply", "the bundle directory"); err != nil {
+		return err
 	}
 	_, err = procedure.Apply(ctx, procedure.Options{Plan: sess.plan, SSH: sess.ssh, Kubeconfig: target.Store.Path, Context: f.context, StatePath: sess.state,
 		DryRun: f.dryRun, Offline: f.offline, Skip: f.skip, Only: f.only, Concurrency: f.concurrency,
@@ -282,6 +279,19 @@ func runApply(cmd *cobra.Command, s Streams, f *applyFlags) error {
 		return Problem(err)
 	}
 	return f.quiet(exitFor(err))
+}
+
+// checkBundleFlag is --bundle's usage rule for command: required with
+// spec.packages.source bundle (what names the directory it wants),
+// refused otherwise.
+func checkBundleFlag(p *plan.Plan, bundleDir, command, what string) error {
+	switch bundleMode := p.PackagesSource == spec.SourceBundle; {
+	case bundleMode && bundleDir == "":
+		return Usagef("spec.packages.source is bundle: %s needs --bundle DIR, %s (hybridctl bundle download -f SPEC -d DIR makes it)", command, what)
+	case !bundleMode && bundleDir != "":
+		return Usagef("--bundle is for spec.packages.source: bundle; the spec's packages.source is %s", p.PackagesSource)
+	}
+	return nil
 }
 
 // quiet marks a failure that the text progress output has already shown

@@ -11,7 +11,6 @@ import (
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/inventory"
 	"github.com/hybridctl/hybridctl/internal/provision/procedure"
-	"github.com/hybridctl/hybridctl/internal/spec"
 	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
@@ -73,11 +72,8 @@ func runDiff(cmd *cobra.Command, s Streams, f *applyFlags) error {
 	if err != nil {
 		return err
 	}
-	switch bundleMode := sess.plan.PackagesSource == spec.SourceBundle; {
-	case bundleMode && f.bundleDir == "":
-		return Usagef("spec.packages.source is bundle: diff needs --bundle DIR, as apply does")
-	case !bundleMode && f.bundleDir != "":
-		return Usagef("--bundle is for spec.packages.source: bundle; the spec's packages.source is %s", sess.plan.PackagesSource)
+	if err := checkBundleFlag(sess.plan, f.bundleDir, "diff", "the bundle directory, as apply does"); err != nil {
+		return err
 	}
 	res, err := procedure.Diff(ctx, procedure.Options{Plan: sess.plan, SSH: sess.ssh, Kubeconfig: target.Store.Path, Context: f.context,
 		StatePath: sess.state, DryRun: true, Offline: f.offline, Skip: f.skip, Only: f.only, Concurrency: f.concurrency,

@@ -8,7 +8,6 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/procedure"
-	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
 type upgradeFlags struct {
@@ -82,11 +81,8 @@ func runUpgrade(cmd *cobra.Command, s Streams, f *upgradeFlags) error {
 	if err != nil {
 		return err
 	}
-	switch bundleMode := sess.plan.PackagesSource == spec.SourceBundle; {
-	case bundleMode && f.bundleDir == "":
-		return Usagef("spec.packages.source is bundle: upgrade needs --bundle DIR, the new version's bundle (hybridctl bundle download -f SPEC -d DIR makes it)")
-	case !bundleMode && f.bundleDir != "":
-		return Usagef("--bundle is for spec.packages.source: bundle; the spec's packages.source is %s", sess.plan.PackagesSource)
+	if err := checkBundleFlag(sess.plan, f.bundleDir, "upgrade", "the new version's bundle"); err != nil {
+		return err
 	}
 	_, err = procedure.Upgrade(ctx, procedure.UpgradeOptions{
 		Options: procedure.Options{Plan: sess.plan, SSH: sess.ssh, Kubeconfig: target.Store.Path, Context: f.context, StatePath: sess.state,
