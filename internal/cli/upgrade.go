@@ -62,6 +62,9 @@ See docs/upgrade.md.`,
 	cmd.Flags().DurationVar(&f.drainTimeout, "drain-timeout", 5*time.Minute, "how long draining one node may take")
 	cmd.Flags().DurationVar(&f.readyTimeout, "ready-timeout", 10*time.Minute, "how long a node may take to be Ready at the new version")
 	cmd.Flags().BoolVar(&f.yes, "yes", false, "confirm: the cluster is upgraded, node by node, with drains")
+	// upgrade reads its progress from the nodes; --state is accepted for
+	// the same command line as apply and not used.
+	_ = cmd.Flags().MarkHidden("state")
 	return cmd
 }
 

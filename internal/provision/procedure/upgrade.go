@@ -141,6 +141,11 @@ func Upgrade(ctx context.Context, o UpgradeOptions) (engine.Summary, error) {
 	if err := o.validateFor(UpgradeProcedure()); err != nil {
 		return engine.Summary{}, err
 	}
+	// Progress is read from the nodes (versions, cordon marks) and the
+	// cluster (server-side dry runs), never from a state file: apply's
+	// records (bundle-upload done at the old version) would skip steps the
+	// new version needs.
+	o.StatePath = ""
 	up := UpgradeDeps{To: o.Plan.KubernetesVersion, MaxUnavailable: o.MaxUnavailable, DrainTimeout: o.DrainTimeout, ReadyTimeout: o.ReadyTimeout,
 		Bundle: o.Plan.PackagesSource == spec.SourceBundle, AptRepo: o.Plan.KubernetesAptRepo}
 	var warnings []string
