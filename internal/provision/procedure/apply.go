@@ -1,11 +1,13 @@
-// Package procedure holds hybridctl's procedures as a library: apply and
-// reset (and what diff compares), each an ordered list of phases that
-// follows the guide section by section, with the phases' implementations
-// and the entry points the commands call (Apply, Reset). A procedure is
-// defined once as descriptions bound to implementations: `apply --help`,
-// `reset --help` and docs/apply.md show ApplyProcedure and ResetProcedure,
-// the static descriptions; Phases and ResetPhases bind them to their
-// dependencies, checked when the list is built.
+// Package procedure holds hybridctl's procedures as a library: apply,
+// reset and upgrade (and what diff compares), each an ordered list of
+// phases that follows the guide section by section, with the phases'
+// implementations and the entry points the commands call (Apply, Reset,
+// Diff, Upgrade). A procedure is defined once as descriptions bound to
+// implementations: `apply --help`, `reset --help`, `upgrade --help`,
+// docs/apply.md and docs/upgrade.md show ApplyProcedure, ResetProcedure and
+// UpgradeProcedure, the static descriptions; Phases, ResetPhases and
+// UpgradePhases bind them to their dependencies, checked when the list is
+// built.
 package procedure
 
 import (

@@ -20,9 +20,10 @@ import (
 )
 
 // UpgradeOptions are what Upgrade needs: apply's options (the plan at the
-// version to upgrade to, SSH, the kubeconfig and context, the state file,
-// DryRun, Offline, Skip, Only, Concurrency, BundleDir, ManifestsDir,
-// CalicoTimeout, Reporter, Redactor) and the upgrade's own.
+// version to upgrade to, SSH, the kubeconfig and context, DryRun, Offline,
+// Skip, Only, Concurrency, BundleDir, ManifestsDir, CalicoTimeout,
+// Reporter, Redactor; StatePath is not used: upgrade reads its progress
+// from the nodes) and the upgrade's own.
 type UpgradeOptions struct {
 	Options
 	// MaxUnavailable is how many workers are upgraded at once (each
