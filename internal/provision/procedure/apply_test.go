@@ -335,8 +335,8 @@ func TestResetWindowsOrder(t *testing.T) {
 	first := sent[0]
 	cni := strings.Index(first, `Remove-Item -Path 'C:\etc\cni\net.d\*'`)
 	kubeadm := strings.Index(first, `Invoke-Native 'C:\k\kubeadm.exe' @('reset', '-f')`)
-	if cni < 0 || kubeadm < 0 || cni > kubeadm || strings.Contains(first, "Hns") || strings.Contains(first, "Restart-Computer") {
-		t.Errorf("first command: CNI configuration, then kubeadm reset by full path, nothing else:\n%s", first)
+	if cni < 0 || kubeadm < 0 || kubeadm > cni || strings.Contains(first, "Hns") || strings.Contains(first, "Restart-Computer") {
+		t.Errorf("first command: kubeadm reset by full path, then the CNI configuration (the guide's order), nothing else:\n%s", first)
 	}
 	if !strings.Contains(sent[1], "LastBootUpTime") || !strings.Contains(sent[3], "LastBootUpTime") {
 		t.Errorf("the boot id is read before the final step and after the reboot")
@@ -375,7 +375,7 @@ func TestResetWindowsOrder(t *testing.T) {
 	}
 
 	lines, _ := engine.Impl(reset).(engine.DryRunner).DryRun(ctx, win)
-	if len(lines) != 4 || !strings.Contains(lines[0], "net.d") || !strings.Contains(lines[1], `C:\k\kubeadm.exe`) ||
+	if len(lines) != 4 || !strings.Contains(lines[1], "net.d") || !strings.Contains(lines[0], `C:\k\kubeadm.exe`) ||
 		!strings.Contains(lines[2], "Remove-HnsNetwork; ") || !strings.Contains(lines[3], "new boot id") {
 		t.Errorf("Windows dry-run: %q", lines)
 	}

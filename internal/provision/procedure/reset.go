@@ -45,11 +45,13 @@ const (
 )
 
 // windowsResetScript is the Windows reset while the SSH session is still
-// needed: the CNI configuration first, then kubeadm reset by full path
-// (Invoke-Native: its exit code is checked, a failure stops the reset
-// before the reboot).
-var windowsResetScript = "Remove-Item -Path 'C:\\etc\\cni\\net.d\\*' -Force -Recurse -ErrorAction SilentlyContinue\n" +
-	transport.NativeCommand(windowsKubeadm, "reset", "-f")
+// needed, in the guide's order: kubeadm reset by full path first, with the
+// CNI configuration still there for the pods' teardown (Invoke-Native: its
+// exit code is checked, a failure stops the reset before the reboot), then
+// the CNI configuration. Only the HNS removal, which drops the node's
+// address for a moment, waits for the detached final step.
+var windowsResetScript = transport.NativeCommand(windowsKubeadm, "reset", "-f") + "\n" +
+	"Remove-Item -Path 'C:\\etc\\cni\\net.d\\*' -Force -Recurse -ErrorAction SilentlyContinue"
 
 // windowsResetDetach registers and starts the final step as a SYSTEM
 // scheduled task (the script encoded, so no quoting can break it) and
@@ -66,7 +68,7 @@ func windowsResetDetach() string {
 // control plane last. Limit it to one node with Options.Hosts (plus
 // engine.ClusterHostName for the API side).
 func resetDefs() []def[Deps] {
-	const hostDoes = "kubeadm reset -f and remove the CNI configuration and any container kubeadm reset left in containerd; on Windows the CNI configuration first, then kubeadm reset, then the HNS networks and a reboot as one detached step"
+	const hostDoes = "kubeadm reset -f and remove the CNI configuration and any container kubeadm reset left in containerd; on Windows kubeadm reset, then the CNI configuration, then the HNS networks and a reboot as one detached step"
 	hostReset := func(name string) func(d Deps) (engine.Runner, error) {
 		return func(d Deps) (engine.Runner, error) {
 			if err := needs(d.ssh()); err != nil {
