@@ -295,10 +295,11 @@ type upgradeNode struct {
 // plan's Kubernetes version. The preflight errors ignored are init's
 // (SystemVerification on cgroup v1) and CreateJob: kubeadm's health check
 // starts a Job with no OS node selector, which can land on a Windows node
-// and fail there (kubeadm issues 3065 and 3282), and must complete within
-// a fixed minute, which a loaded cluster misses. hybridctl checks the
-// control plane itself: every node Ready before the upgrade starts, and
-// each node Ready at the new version before the next one.
+// and fail there (kubeadm's chown of the Job's files is not supported on
+// Windows), and must complete within a fixed minute, which a loaded
+// cluster misses. hybridctl checks the control plane itself: every node
+// Ready before the upgrade starts, and each node Ready at the new version
+// before the next one.
 func UpgradeConfiguration(p *plan.Plan) ([]byte, error) {
 	ignore := append(ignorePreflight(p), "CreateJob")
 	uc := upgradeConfiguration{

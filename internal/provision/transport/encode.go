@@ -47,9 +47,9 @@ func DecodePowerShell(encoded string) (string, error) {
 // Invoke-Native runs a program with 'Continue' in its own scope: Windows
 // PowerShell 5.1 turns every stderr line of a native program into an error
 // record when output is redirected (as it is over SSH), and 'Stop' would
-// make the first one fatal (PowerShell issues 3996, 4002). stdout goes on,
-// stderr is shown, the exit code alone decides (a failure throws). Every
-// program hybridctl runs on Windows goes through it (NativeCommand).
+// make the first one fatal. stdout goes on, stderr is shown, the exit code
+// alone decides (a failure throws). Every program hybridctl runs on Windows
+// goes through it (NativeCommand).
 const powerShellPreamble = `$ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
 function Invoke-Native {

@@ -57,9 +57,8 @@ function Stop-ForReboot([string] $Why) {
 # Invoke-Native runs a program with 'Continue' in its own scope: Windows
 # PowerShell 5.1 turns every stderr line of a native program into an error
 # record when the output is redirected (as under hybridctl apply's SSH
-# pipes), and 'Stop' would make the first one fatal (PowerShell issues
-# 3996, 4002). stdout goes on down the pipeline, stderr is shown, and the
-# exit code alone decides.
+# pipes), and 'Stop' would make the first one fatal. stdout goes on down
+# the pipeline, stderr is shown, and the exit code alone decides.
 function Invoke-Native {
     param([string] $Program, [object[]] $Arguments = @(), [int[]] $Ok = @(0))
     $app = Get-Command -Name $Program -CommandType Application -ErrorAction Stop | Select-Object -First 1
