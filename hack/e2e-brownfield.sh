@@ -33,31 +33,15 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-if [ "${HYBRIDCTL_E2E:-}" = skip ]; then
-	echo "e2e-brownfield: skipped (HYBRIDCTL_E2E=skip)"
-	exit 0
-fi
-
 e2e_name=e2e-brownfield
 e2e_tools="sha256sum"
 # shellcheck source=hack/e2e-lib.sh
 . hack/e2e-lib.sh
 
-if [ "$build" = 1 ]; then
-	stage "build hybridctl and the lab's artifacts for the spec's Kubernetes"
-	"$lab" build hybridctl
-else
-	stage "the lab's artifacts as built (--no-build)"
-	"$lab" build hybridctl lab-programs
-fi
-hybridctl=$("$lab" path hybridctl)
+build_hybridctl
 plan=$("$hybridctl" plan -f "$spec" -o json)
 k8s_version=$(jq -r .kubernetesVersion <<<"$plan")
-if [ "$build" = 1 ]; then
-	# Every artifact of any release or of the spec's (lab list: NAME VERSION RELEASE ...).
-	mapfile -t artifacts < <("$lab" list | awk -F'\t' -v v="$k8s_version" '$3 == "-" || $3 == v {print $1}')
-	"$lab" build "${artifacts[@]}"
-fi
+build_releases "$k8s_version"
 kubectl_bin=$("$lab" path --kubernetes-version "$k8s_version" kubectl)
 
 # shellcheck disable=SC2317 # called by the trap
@@ -202,10 +186,7 @@ done
 check "the hand-built cluster's two nodes are Ready" kctl wait --for=condition=Ready "node/$cp" "node/$w1" --timeout=5m
 
 stage "init --from-cluster describes it"
-set +e
-"$hybridctl" init --from-cluster --kubeconfig "$kubeconfig" --context "$context" -o "$out/adopted.yaml" 2>"$out/adopt-notes.txt"
-rc=$?
-set -e
+run_rc "$hybridctl" init --from-cluster --kubeconfig "$kubeconfig" --context "$context" -o "$out/adopted.yaml" 2>"$out/adopt-notes.txt"
 sed 's/^/   | /' "$out/adopt-notes.txt"
 check "init --from-cluster exits 0 (exit $rc)" test "$rc" = 0
 adopted=$("$hybridctl" plan -f "$out/adopted.yaml" -o json 2>"$out/adopted-plan.txt" || true)
@@ -228,10 +209,7 @@ for n in "$cp" "$w1"; do fingerprint "$n" >"$out/before-$n.txt"; done
 
 stage "diff with $added added to the spec"
 skip=(--skip-phases "calico,calico-ready")
-set +e
-"$hybridctl" diff -f "$spec" "${flags[@]}" --kubeconfig "$kubeconfig" --context "$context" "${skip[@]}" -o json >"$out/diff-1.json" 2>"$out/diff-1.err"
-rc=$?
-set -e
+run_rc "$hybridctl" diff -f "$spec" "${flags[@]}" --kubeconfig "$kubeconfig" --context "$context" "${skip[@]}" -o json >"$out/diff-1.json" 2>"$out/diff-1.err"
 "$hybridctl" diff -f "$spec" "${flags[@]}" --kubeconfig "$kubeconfig" --context "$context" "${skip[@]}" 2>&1 | sed 's/^/   | /' || true
 check "diff exits 1: changes (exit $rc)" test "$rc" = 1
 check "$cp and $w1 are members, $added is new" test \
@@ -243,10 +221,7 @@ check "no member setting differs (drift: $(jq -c '[.drift[] | "\(.host) \(.objec
 check "nothing is unreachable" test "$(jq '.unreachable | length' "$out/diff-1.json")" = 0
 
 stage "apply joins $added"
-set +e
-"$hybridctl" apply -f "$spec" "${flags[@]}" --kubeconfig "$kubeconfig" --context "$context" --state "$out/apply.state.json" "${skip[@]}" -o json >"$out/apply.json"
-rc=$?
-set -e
+run_rc "$hybridctl" apply -f "$spec" "${flags[@]}" --kubeconfig "$kubeconfig" --context "$context" --state "$out/apply.state.json" "${skip[@]}" -o json >"$out/apply.json"
 events <"$out/apply.json"
 check "apply completes (exit $rc)" test "$rc" = 0
 # Read-only phases (checks, waits) may run on members; nothing else.
@@ -260,10 +235,7 @@ for n in "$cp" "$w1"; do
 done
 
 stage "diff after apply"
-set +e
-"$hybridctl" diff -f "$spec" "${flags[@]}" --kubeconfig "$kubeconfig" --context "$context" "${skip[@]}" >"$out/diff-2.txt" 2>&1
-rc=$?
-set -e
+run_rc "$hybridctl" diff -f "$spec" "${flags[@]}" --kubeconfig "$kubeconfig" --context "$context" "${skip[@]}" >"$out/diff-2.txt" 2>&1
 sed 's/^/   | /' "$out/diff-2.txt"
 check "diff exits 0: nothing to change (exit $rc)" test "$rc" = 0
 
@@ -278,18 +250,12 @@ check "doctor reports exactly hack/e2e-doctor-expected.txt" diff -u hack/e2e-doc
 stage "reset --node $added"
 records() { jq -r --arg n "$added" '[paths | .[] | select(. == $n)] | length' "$out/apply.state.json" 2>/dev/null || echo 0; }
 check "the state file has records of $added before the reset" test "$(records)" -gt 0
-set +e
-"$hybridctl" reset -f "$spec" "${reset_flags[@]}" --kubeconfig "$kubeconfig" --context "$context" --state "$out/apply.state.json" --node "$added" --yes -o json >"$out/reset.json"
-rc=$?
-set -e
+run_rc "$hybridctl" reset -f "$spec" "${reset_flags[@]}" --kubeconfig "$kubeconfig" --context "$context" --state "$out/apply.state.json" --node "$added" --yes -o json >"$out/reset.json"
 events <"$out/reset.json"
 check "reset --node completes (exit $rc)" test "$rc" = 0
 check "$added's Node is gone" test "$(kctl get node "$added" -o name 2>/dev/null)" = ""
 check "the state file keeps no record of $added" test "$(records)" = 0
-set +e
-"$hybridctl" diff -f "$two" "${flags[@]}" --kubeconfig "$kubeconfig" --context "$context" "${skip[@]}" >"$out/diff-3.txt" 2>&1
-rc=$?
-set -e
+run_rc "$hybridctl" diff -f "$two" "${flags[@]}" --kubeconfig "$kubeconfig" --context "$context" "${skip[@]}" >"$out/diff-3.txt" 2>&1
 sed 's/^/   | /' "$out/diff-3.txt"
 check "diff of the spec without $added exits 0 (exit $rc)" test "$rc" = 0
 for n in "$cp" "$w1"; do

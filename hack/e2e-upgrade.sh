@@ -35,18 +35,12 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-if [ "${HYBRIDCTL_E2E:-}" = skip ]; then
-	echo "e2e-upgrade: skipped (HYBRIDCTL_E2E=skip)"
-	exit 0
-fi
-
 e2e_name=e2e-upgrade
 e2e_tools=""
 # shellcheck source=hack/e2e-lib.sh
 . hack/e2e-lib.sh
 
-"$lab" build hybridctl
-hybridctl=$("$lab" path hybridctl)
+build_hybridctl
 plan=$("$hybridctl" plan -f "$spec" -o json)
 from=$(jq -r .kubernetesVersion <<<"$plan")
 # The upgraded spec: the same file at the new version (same cluster name,
@@ -54,13 +48,7 @@ from=$(jq -r .kubernetesVersion <<<"$plan")
 target="$out/upgraded.yaml"
 sed "s/^\(  kubernetesVersion: \)$from\$/\1$to/" "$spec" >"$target"
 check "the upgraded spec is at $to" test "$("$hybridctl" plan -f "$target" -o json | jq -r .kubernetesVersion)" = "$to"
-if [ "$build" = 1 ]; then
-	stage "build the lab's artifacts for $from and $to"
-	mapfile -t artifacts < <("$lab" list | awk -F'\t' -v a="$from" -v b="$to" '$3 == "-" || $3 == a || $3 == b {print $1}')
-	"$lab" build "${artifacts[@]}"
-else
-	"$lab" build lab-programs
-fi
+build_releases "$from" "$to"
 kubectl_bin=$("$lab" path --kubernetes-version "$to" kubectl)
 
 # shellcheck disable=SC2317 # called by the trap
@@ -103,10 +91,7 @@ stage "apply at $from (the lab's pod network instead of Calico)"
 before_calico=$("$hybridctl" apply --help | sed -n 's/^ *[0-9][0-9]*\. \([a-z-]*\) .*/\1/p' | sed '/^calico$/,$d' | paste -sd, -)
 "$hybridctl" apply -f "$spec" "${flags[@]}" --only "$before_calico" -o json >"$out/apply-1.json" || true
 "$lab" podnet -f "$spec" | kctl apply -f - >/dev/null
-set +e
-"$hybridctl" apply -f "$spec" "${flags[@]}" --skip-phases calico,calico-ready -o json >"$out/apply-2.json"
-rc=$?
-set -e
+run_rc "$hybridctl" apply -f "$spec" "${flags[@]}" --skip-phases calico,calico-ready -o json >"$out/apply-2.json"
 check "the cluster at $from is applied (exit $rc)" test "$rc" = 0
 [ "$rc" = 0 ] || { events <"$out/apply-2.json" | tail -n 20; exit 1; }
 
@@ -236,17 +221,11 @@ for f in "$out/upgrade-1.json" "$out/upgrade-2.json"; do
 done | awk '$2 == "start" { s[$1] = $3 } $2 == "done" { printf "   %s upgraded in %.0fs\n", $1, ($3 - s[$1]) / 1000 }'
 
 stage "a second upgrade runs no step"
-set +e
-"$hybridctl" upgrade -f "$target" "${to_flags[@]}" --skip-phases calico,calico-ready --yes -o json >"$out/upgrade-3.json"
-rc=$?
-set -e
+run_rc "$hybridctl" upgrade -f "$target" "${to_flags[@]}" --skip-phases calico,calico-ready --yes -o json >"$out/upgrade-3.json"
 check "exit 0 (exit $rc), nothing done, nothing failed" test "$rc:$(jq -s '[.[] | select(.type == "done" or .type == "fail" or .type == "blocked")] | length' "$out/upgrade-3.json")" = 0:0
 
 stage "apply at $to changes nothing"
-set +e
-"$hybridctl" apply -f "$target" "${to_apply_flags[@]}" --skip-phases calico,calico-ready -o json >"$out/apply-3.json"
-rc=$?
-set -e
+run_rc "$hybridctl" apply -f "$target" "${to_apply_flags[@]}" --skip-phases calico,calico-ready -o json >"$out/apply-3.json"
 check "apply at $to: exit 0 (exit $rc), nothing done, nothing failed" test "$rc:$(jq -s '[.[] | select(.type == "done" or .type == "fail" or .type == "blocked")] | length' "$out/apply-3.json")" = 0:0
 kctl delete namespace e2e-upgrade --wait=false >/dev/null
 

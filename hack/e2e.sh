@@ -33,32 +33,16 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-if [ "${HYBRIDCTL_E2E:-}" = skip ]; then
-	echo "e2e: skipped (HYBRIDCTL_E2E=skip)"
-	exit 0
-fi
-
 e2e_name=e2e
 e2e_tools=""
 # shellcheck source=hack/e2e-lib.sh
 . hack/e2e-lib.sh
 
-if [ "$build" = 1 ]; then
-	stage "build hybridctl and the lab's artifacts for the spec's Kubernetes"
-	"$lab" build hybridctl
-else
-	stage "the lab's artifacts as built (--no-build)"
-	"$lab" build hybridctl lab-programs
-fi
-hybridctl=$("$lab" path hybridctl)
+build_hybridctl
 # The spec's Kubernetes version (v1.37.2, or v1.36.3 for the lab at the
 # previous minor): the artifacts, the assertions and kubectl follow it.
 k8s_version=$("$hybridctl" plan -f "$spec" -o json | jq -r .kubernetesVersion)
-if [ "$build" = 1 ]; then
-	# Every artifact of any release or of the spec's (lab list: NAME VERSION RELEASE ...).
-	mapfile -t artifacts < <("$lab" list | awk -F'\t' -v v="$k8s_version" '$3 == "-" || $3 == v {print $1}')
-	"$lab" build "${artifacts[@]}"
-fi
+build_releases "$k8s_version"
 kubectl_bin=$("$lab" path --kubernetes-version "$k8s_version" kubectl)
 
 # shellcheck disable=SC2317 # called by the trap
@@ -160,12 +144,9 @@ stage "the lab's pod network instead of Calico"
 "$lab" podnet -f "$spec" | kubectl apply -f - >/dev/null
 
 stage "apply the rest (skipping Calico's phases)"
-set +e
-"$hybridctl" apply -f "$spec" "${flags[@]}" --skip-phases calico,calico-ready -o json >"$out/apply-3.json"
-rc3=$?
-set -e
+run_rc "$hybridctl" apply -f "$spec" "${flags[@]}" --skip-phases calico,calico-ready -o json >"$out/apply-3.json"
 events <"$out/apply-3.json"
-check "apply completes (exit $rc3)" test "$rc3" = 0
+check "apply completes (exit $rc)" test "$rc" = 0
 
 stage "assertions"
 nodes=$(kubectl get nodes -o json)
@@ -335,10 +316,7 @@ if [ "$keep" = 1 ]; then
 fi
 
 stage "reset"
-set +e
-"$hybridctl" reset -f "$spec" "${reset_flags[@]}" --yes -o json >"$out/reset.json"
-rc=$?
-set -e
+run_rc "$hybridctl" reset -f "$spec" "${reset_flags[@]}" --yes -o json >"$out/reset.json"
 events <"$out/reset.json"
 check "reset completes (exit $rc)" test "$rc" = 0
 for n in $names; do
