@@ -24,8 +24,9 @@ type Conn interface {
 	Config() transport.Config
 	// ExecLimited runs a command line exactly as given.
 	ExecLimited(ctx context.Context, command string, stdin io.Reader, l transport.Limits) (*transport.Result, error)
-	// RunLimited runs a script the OS's way (PowerShell -EncodedCommand
-	// on Windows).
+	// RunLimited runs a script the OS's way (on Windows PowerShell
+	// -EncodedCommand, or an upload run with -File when that command line
+	// would be longer than cmd.exe accepts, as the gathering script's is).
 	RunLimited(ctx context.Context, script string, stdin io.Reader, l transport.Limits) (*transport.Result, error)
 }
 

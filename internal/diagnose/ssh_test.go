@@ -249,14 +249,20 @@ func TestGatherWindowsOverSSH(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(srv.Dir, "win.json"), []byte(readFixture(t, "windows-win-1.json")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// A powershell that checks the form, keeps each decoded script and its
-	// stdin, answers the clock command with this machine's clock and the
-	// gathering script with the recorded output.
+	// The repository's powershell stand-in (which checks the form, keeps
+	// uploads as files and runs -File), wrapped to keep each script as it
+	// would run and its stdin, and to answer the gathering script with the
+	// recorded output and anything else (the clock command) with this
+	// machine's clock.
+	real, err := os.ReadFile(filepath.Join(srv.Dir, "bin", "powershell"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Shim("powershell-real", string(real))
 	srv.Shim("powershell", `#!/bin/sh
-[ $# -eq 4 ] && [ "$1" = -NoProfile ] && [ "$2" = -NonInteractive ] && [ "$3" = -EncodedCommand ] || { echo "powershell: unexpected $*" >&2; exit 64; }
 n=$(ls "$SHIM_DIR" | grep -c '^script-')
-printf '%s' "$4" | base64 -d | iconv -f UTF-16LE -t UTF-8 > "$SHIM_DIR/script-$n"
-cat > "$SHIM_DIR/stdin-$n"
+powershell-real "$@" > "$SHIM_DIR/script-$n" || exit $?
+cp "$SHIM_DIR/powershell.stdin" "$SHIM_DIR/stdin-$n"
 if grep -q ConvertTo-Json "$SHIM_DIR/script-$n"; then cat "$SHIM_DIR/win.json"; else echo $(($(date +%s%N) / 1000000)); fi
 `)
 	kh := filepath.Join(t.TempDir(), "known_hosts")
@@ -282,13 +288,25 @@ if grep -q ConvertTo-Json "$SHIM_DIR/script-$n"; then cat "$SHIM_DIR/win.json"; 
 	if n, ok := f.Windows.network("Calico"); !ok || len(n.Routes) != 3 {
 		t.Errorf("HNS: %+v", f.Windows)
 	}
-	script, err := os.ReadFile(filepath.Join(srv.Dir, "script-1"))
+	// The clock command, the upload of the gathering script (too long for
+	// a command line) and its run with -File; each command line fits.
+	cmds := srv.Commands()
+	if len(cmds) != 3 || !strings.Contains(cmds[2], " -File ") {
+		t.Fatalf("commands: %d, want the clock, the upload and the -File run", len(cmds))
+	}
+	for _, l := range cmds {
+		if len(l) > transport.MaxWindowsCommandLine {
+			t.Errorf("a command line of %d characters", len(l))
+		}
+	}
+	script, err := os.ReadFile(filepath.Join(srv.Dir, "script-2"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdin, _ := os.ReadFile(filepath.Join(srv.Dir, "stdin-1"))
-	if string(script) != transport.WrapPowerShell(WindowsScript)+"\n" && string(script) != transport.WrapPowerShell(WindowsScript) {
-		t.Errorf("the script sent is not the gathering script")
+	stdin, _ := os.ReadFile(filepath.Join(srv.Dir, "stdin-2"))
+	_, body, _ := strings.Cut(string(script), "\n")
+	if body != transport.WrapPowerShell(WindowsScript) {
+		t.Errorf("the script run is not the gathering script")
 	}
 	if strings.Contains(string(script), "Remove-Item -Recurse") {
 		t.Error("the API host is in the script's text")

@@ -70,7 +70,7 @@ func (c *Client) UploadStream(ctx context.Context, dst string, r io.Reader, sha2
 	} else {
 		script = linuxStreamScript(dst, sha256hex, mode)
 	}
-	_, err := c.RunWithStdin(ctx, script, in)
+	_, err := c.run(ctx, script, in, Limits{}, false)
 	if err != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, ErrStreamStalled) {
 			err = fmt.Errorf("%w for %s (after %d bytes)", cause, idle, wr.n.Load())

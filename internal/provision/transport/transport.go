@@ -1,8 +1,10 @@
 // Package transport runs commands on hybridctl's hosts over SSH
 // (golang.org/x/crypto/ssh): host keys verified against known_hosts, keys
 // from files and the SSH agent, sudo on Linux, PowerShell with
-// -EncodedCommand on Windows (OpenSSH is built into Windows Server 2025),
-// file upload over a session's stdin, and reconnection across reboots.
+// -EncodedCommand on Windows (OpenSSH is built into Windows Server 2025; a
+// script too long for cmd.exe's command line is uploaded and run with
+// -File), file upload over a session's stdin, and reconnection across
+// reboots.
 //
 // A failed command returns a *CommandError that keeps the command's output;
 // the output is shown with the failure and never on success.
@@ -276,7 +278,9 @@ func (c *Client) client() (*ssh.Client, error) {
 // Linux the script runs in `sh -c` whatever the user's login shell, with
 // `set -e` so that the first failing command fails the script (as the
 // PowerShell preamble does on Windows), as root through `sudo -n` when Sudo
-// is set. On Windows it is the PowerShell -EncodedCommand line.
+// is set. On Windows it is the PowerShell -EncodedCommand line (which Run
+// replaces with an upload and -File when it is longer than
+// MaxWindowsCommandLine).
 func (c *Client) CommandLine(script string) string {
 	switch {
 	case c.cfg.OS == engine.Windows:
@@ -301,14 +305,29 @@ func (c *Client) RunWithStdin(ctx context.Context, script string, stdin io.Reade
 }
 
 // RunLimited is RunWithStdin with the output kept as l says.
+//
+// On Windows a script whose -EncodedCommand line would be longer than
+// MaxWindowsCommandLine is uploaded and run as a file instead
+// (runWindowsFile): the same wrapper, the same standard input and output.
 func (c *Client) RunLimited(ctx context.Context, script string, stdin io.Reader, l Limits) (*Result, error) {
+	return c.run(ctx, script, stdin, l, true)
+}
+
+// run is RunLimited; asFile false never sends the script as a file (the
+// upload that sends one runs this way, so it cannot recurse).
+func (c *Client) run(ctx context.Context, script string, stdin io.Reader, l Limits, asFile bool) (*Result, error) {
 	if err := validText(script); err != nil {
 		return nil, &CommandError{Host: c.cfg.Host, Command: script, ExitCode: -1, Err: err}
 	}
-	return c.exec(ctx, script, c.CommandLine(script), stdin, l)
+	line := c.CommandLine(script)
+	if asFile && c.cfg.OS == engine.Windows && windowsLineLen(line) > MaxWindowsCommandLine {
+		return c.runWindowsFile(ctx, script, stdin, l)
+	}
+	return c.exec(ctx, script, line, stdin, l)
 }
 
-// Exec runs command exactly as given (no sudo, no PowerShell wrapping).
+// Exec runs command exactly as given (no sudo, no PowerShell wrapping). On
+// Windows a command longer than MaxWindowsCommandLine is refused, not sent.
 func (c *Client) Exec(ctx context.Context, command string, stdin io.Reader) (*Result, error) {
 	return c.exec(ctx, command, command, stdin, Limits{})
 }
@@ -324,6 +343,11 @@ func (c *Client) exec(ctx context.Context, shown, line string, stdin io.Reader, 
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fail(-1, err, nil, nil, nil)
+	}
+	if c.cfg.OS == engine.Windows {
+		if err := checkWindowsLine(line); err != nil {
+			return nil, fail(-1, err, nil, nil, nil)
+		}
 	}
 	conn, err := c.client()
 	if err != nil {

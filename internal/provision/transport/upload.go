@@ -30,7 +30,7 @@ func (c *Client) Upload(ctx context.Context, dst string, data []byte, mode fs.Fi
 	}
 	var err error
 	if c.cfg.OS == engine.Windows {
-		_, err = c.RunWithStdin(ctx, windowsUploadScript(dst, mode), bytes.NewReader(base64Lines(data)))
+		_, err = c.run(ctx, windowsUploadScript(dst, mode), bytes.NewReader(base64Lines(data)), Limits{}, false)
 	} else {
 		_, err = c.RunWithStdin(ctx, linuxUploadScript(dst, mode), bytes.NewReader(data))
 	}

@@ -4,9 +4,10 @@
 // golang.org/x/crypto/ssh: public-key auth, exec requests run with /bin/sh,
 // exit-status, signals and closed channels kill the process group. Its PATH
 // starts with stand-ins for `sudo` (accepts only -n) and `powershell`
-// (checks the -NoProfile -NonInteractive -EncodedCommand form, prints the
-// decoded script and saves its stdin), so hybridctl's Linux and Windows
-// command forms are verified end to end without root or Windows.
+// (checks the -EncodedCommand and -File forms, prints the script and saves
+// its stdin, keeps the transport's uploads as files and runs their removal),
+// so hybridctl's Linux and Windows command forms are verified end to end
+// without root or Windows.
 package sshtest
 
 import (
@@ -20,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -38,7 +40,8 @@ type Server struct {
 	authKeys []ssh.PublicKey
 	// Dir is the commands' working directory and HOME; the stand-ins live
 	// in Dir/bin, sudo logs to Dir/sudo.log, powershell saves stdin to
-	// Dir/powershell.stdin.
+	// Dir/powershell.stdin and keeps the files uploaded to Windows paths
+	// in Dir/files (WindowsFile).
 	Dir string
 	env []string
 
@@ -102,15 +105,53 @@ exec "$@"
 `
 
 const powershellShim = `#!/bin/sh
-# powershell stand-in: checks the argument form hybridctl uses, prints the
-# decoded script (base64 of UTF-16LE, decoded with coreutils and iconv), and
-# saves stdin.
-if [ $# -ne 4 ] || [ "$1" != -NoProfile ] || [ "$2" != -NonInteractive ] || [ "$3" != -EncodedCommand ]; then
-  echo "powershell: unexpected arguments: $*" >&2
-  exit 64
+# powershell stand-in for the two forms hybridctl sends. Windows paths map to
+# files in $SHIM_DIR/files, named by the path with \, / and : as _.
+#  -NoProfile -NonInteractive -EncodedCommand B64: prints the decoded script
+#   (base64 of UTF-16LE, decoded with coreutils and iconv) and saves stdin.
+#   When the script is one of the transport's uploads (a line $dst = 'PATH'
+#   and a file created with FileMode CreateNew) the decoded base64 lines of
+#   stdin become the file PATH.
+#  -NoProfile -NonInteractive -ExecutionPolicy Bypass -File PATH: PATH must
+#   exist (PowerShell refuses a missing one); prints it without its byte
+#   order mark and saves stdin.
+# In both, a line Remove-Item -LiteralPath 'PATH' -Force -ErrorAction
+# SilentlyContinue removes the file PATH.
+files="$SHIM_DIR/files"
+mkdir -p "$files"
+script=$(mktemp "$SHIM_DIR/.powershell-script.XXXXXX") || exit 70
+trap 'rm -f "$script"' EXIT
+winpath() { printf '%s' "$1" | tr '\\/:' '___'; }
+removes() {
+  grep "^Remove-Item -LiteralPath '[^']*' -Force -ErrorAction SilentlyContinue\$" "$script" | cut -d"'" -f2 | while IFS= read -r p; do
+    rm -f -- "$files/$(winpath "$p")"
+  done
+}
+if [ $# -eq 4 ] && [ "$1" = -NoProfile ] && [ "$2" = -NonInteractive ] && [ "$3" = -EncodedCommand ]; then
+  printf '%s' "$4" | base64 -d | iconv -f UTF-16LE -t UTF-8 > "$script" || exit 65
+  cat "$script"
+  cat > "$SHIM_DIR/powershell.stdin"
+  dst=$(grep -m 1 "^\\\$dst = '[^']*'\$" "$script" | cut -d"'" -f2)
+  if [ -n "$dst" ] && grep -q 'FileMode\]::CreateNew' "$script"; then
+    base64 -d < "$SHIM_DIR/powershell.stdin" > "$files/$(winpath "$dst")" || exit 1
+  fi
+  removes
+  exit 0
 fi
-printf '%s' "$4" | base64 -d | iconv -f UTF-16LE -t UTF-8
-cat > "$SHIM_DIR/powershell.stdin"
+if [ $# -eq 6 ] && [ "$1" = -NoProfile ] && [ "$2" = -NonInteractive ] && [ "$3" = -ExecutionPolicy ] && [ "$4" = Bypass ] && [ "$5" = -File ]; then
+  f="$files/$(winpath "$6")"
+  if [ ! -f "$f" ]; then
+    echo "The argument '$6' to the -File parameter does not exist." >&2
+    exit 64
+  fi
+  sed '1s/^\xef\xbb\xbf//' "$f" > "$script"
+  cat "$script"
+  cat > "$SHIM_DIR/powershell.stdin"
+  removes
+  exit 0
+fi
+echo "powershell: unexpected arguments: $*" >&2
+exit 64
 `
 
 // Start starts a server that accepts the authorized keys; it stops at the
@@ -304,6 +345,12 @@ func (s *Server) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 			return
 		}
 	}
+}
+
+// WindowsFile is where the powershell stand-in keeps what was uploaded to
+// the Windows path p.
+func (s *Server) WindowsFile(p string) string {
+	return filepath.Join(s.Dir, "files", strings.NewReplacer(`\`, "_", "/", "_", ":", "_").Replace(p))
 }
 
 // Shim installs an executable stand-in for a command (a shell script body)
