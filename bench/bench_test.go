@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -349,7 +351,7 @@ func benchDoctor(b *testing.B, nodes, pods int) {
 				return fmt.Errorf("doctor read %d objects, fewer than the %d nodes and pods", n, nodes+pods)
 			}
 			for _, f := range res.Findings {
-				if f.Severity != checks.Info {
+				if f.Severity != finding.Info {
 					return fmt.Errorf("doctor has a finding on the correct cluster: %s %s: %s", f.Check, f.Object, f.Message)
 				}
 			}

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
 	"github.com/hybridctl/hybridctl/internal/spec"
 )
@@ -40,17 +41,10 @@ var ErrNotKubeadm = errors.New("not a kubeadm cluster")
 // fill in (info), something hybridctl manages differently (warning), or
 // something apply cannot work with until it is changed (error).
 type Note struct {
-	Severity string `json:"severity"`
-	Path     string `json:"path"`
-	Message  string `json:"message"`
+	Severity finding.Severity `json:"severity"`
+	Path     string           `json:"path"`
+	Message  string           `json:"message"`
 }
-
-// Severities of a Note.
-const (
-	SeverityError   = "error"
-	SeverityWarning = "warning"
-	SeverityInfo    = "info"
-)
 
 // Adopted is the spec of a running cluster and what to know about it.
 type Adopted struct {
@@ -130,12 +124,12 @@ func Read(ctx context.Context, cfg *rest.Config, name string) (*Adopted, error) 
 		s.Network.DNSDomain = spec.DefaultDNSDomain
 	}
 	if strings.Contains(s.Network.ServiceCIDR, ",") || strings.Contains(s.Network.PodCIDR, ",") {
-		a.note(SeverityError, "spec.network", "the cluster is dual-stack (%s, %s); hybridctl builds IPv4 clusters (Calico for Windows has no dual stack)",
+		a.note(finding.Error, "spec.network", "the cluster is dual-stack (%s, %s); hybridctl builds IPv4 clusters (Calico for Windows has no dual stack)",
 			s.Network.PodCIDR, s.Network.ServiceCIDR)
 	}
 	if r := cc.ImageRepository; r != "" && r != "registry.k8s.io" && r != "k8s.gcr.io" {
 		s.Images.Registry = r
-		a.note(SeverityInfo, "spec.images.registry", "kubeadm pulls from %s; check that every image hybridctl names is mirrored there (hybridctl plan -o json | jq .images)", r)
+		a.note(finding.Info, "spec.images.registry", "kubeadm pulls from %s; check that every image hybridctl names is mirrored there (hybridctl plan -o json | jq .images)", r)
 	}
 
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -157,7 +151,7 @@ func Read(ctx context.Context, cfg *rest.Config, name string) (*Adopted, error) 
 	return a, nil
 }
 
-func (a *Adopted) note(sev, path, format string, args ...any) {
+func (a *Adopted) note(sev finding.Severity, path, format string, args ...any) {
 	// Names and values from the cluster reach a terminal: one line, no
 	// control characters.
 	a.Notes = append(a.Notes, Note{Severity: sev, Path: oneLine(path), Message: oneLine(fmt.Sprintf(format, args...))})
@@ -196,11 +190,11 @@ func (a *Adopted) readNodes(items []corev1.Node) {
 			build := windowsBuild(n)
 			sn.Windows = &spec.Windows{Build: build}
 			if build == "" {
-				a.note(SeverityWarning, "spec.nodes["+n.Name+"].windows.build", "Node %s does not show its Windows build (label node.kubernetes.io/windows-build or kernel version): fill it in", n.Name)
+				a.note(finding.Warning, "spec.nodes["+n.Name+"].windows.build", "Node %s does not show its Windows build (label node.kubernetes.io/windows-build or kernel version): fill it in", n.Name)
 			}
 		}
 		if sn.Address == "" {
-			a.note(SeverityError, "spec.nodes["+n.Name+"].address", "Node %s reports no InternalIP address: fill in the address hybridctl reaches it at", n.Name)
+			a.note(finding.Error, "spec.nodes["+n.Name+"].address", "Node %s reports no InternalIP address: fill in the address hybridctl reaches it at", n.Name)
 		} else if ad, err := netip.ParseAddr(sn.Address); err == nil && ad.Is4() {
 			addrs = append(addrs, ad)
 		}
@@ -210,7 +204,7 @@ func (a *Adopted) readNodes(items []corev1.Node) {
 		a.Cluster.Spec.Nodes = append(a.Cluster.Spec.Nodes, sn)
 	}
 	if len(items) == 0 {
-		a.note(SeverityError, "spec.nodes", "the cluster has no Nodes")
+		a.note(finding.Error, "spec.nodes", "the cluster has no Nodes")
 	}
 	a.Cluster.Spec.Network.NodeCIDR = covering(addrs)
 	if len(runtimes) == 1 {
@@ -218,7 +212,7 @@ func (a *Adopted) readNodes(items []corev1.Node) {
 			if v, ok := strings.CutPrefix(rt, "containerd://"); ok {
 				a.Cluster.Spec.Containerd.Version = strings.TrimPrefix(v, "v")
 			} else {
-				a.note(SeverityError, "spec.containerd", "the Linux nodes run %s; hybridctl's nodes run containerd", rt)
+				a.note(finding.Error, "spec.containerd", "the Linux nodes run %s; hybridctl's nodes run containerd", rt)
 			}
 		}
 	} else if len(runtimes) > 1 {
@@ -227,7 +221,7 @@ func (a *Adopted) readNodes(items []corev1.Node) {
 			rts = append(rts, rt)
 		}
 		sort.Strings(rts)
-		a.note(SeverityWarning, "spec.containerd.version", "the Linux nodes run different container runtimes (%s): the spec pins one; hybridctl diff shows each node's", strings.Join(rts, ", "))
+		a.note(finding.Warning, "spec.containerd.version", "the Linux nodes run different container runtimes (%s): the spec pins one; hybridctl diff shows each node's", strings.Join(rts, ", "))
 	}
 }
 
@@ -281,18 +275,18 @@ func (a *Adopted) endpointFromNodes(cfg *rest.Config) {
 	for _, n := range a.Cluster.Spec.Nodes {
 		if n.Role == spec.RoleControlPlane && n.Address != "" {
 			a.Cluster.Spec.ControlPlaneEndpoint = n.Address + ":" + port
-			a.note(SeverityWarning, "spec.controlPlaneEndpoint", "kubeadm was given no controlPlaneEndpoint: the spec uses %s's address; a DNS name would let another control plane take over later", n.Name)
+			a.note(finding.Warning, "spec.controlPlaneEndpoint", "kubeadm was given no controlPlaneEndpoint: the spec uses %s's address; a DNS name would let another control plane take over later", n.Name)
 			return
 		}
 	}
-	a.note(SeverityError, "spec.controlPlaneEndpoint", "kubeadm was given no controlPlaneEndpoint and no control-plane Node has an address: fill in host:port of the API")
+	a.note(finding.Error, "spec.controlPlaneEndpoint", "kubeadm was given no controlPlaneEndpoint and no control-plane Node has an address: fill in host:port of the API")
 }
 
 // readKubelet reads the kubelet-config ConfigMap: cgroup v1 accepted.
 func (a *Adopted) readKubelet(ctx context.Context, cs kubeclient.Interface) {
 	cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubelet-config", metav1.GetOptions{})
 	if err != nil {
-		a.note(SeverityWarning, "spec", "kube-system/kubelet-config could not be read (%v): the kubelet's settings are the spec's defaults", err)
+		a.note(finding.Warning, "spec", "kube-system/kubelet-config could not be read (%v): the kubelet's settings are the spec's defaults", err)
 		return
 	}
 	var kc struct {
@@ -300,14 +294,14 @@ func (a *Adopted) readKubelet(ctx context.Context, cs kubeclient.Interface) {
 		FailCgroupV1 *bool  `json:"failCgroupV1"`
 	}
 	if err := yaml.Unmarshal([]byte(cm.Data["kubelet"]), &kc); err != nil {
-		a.note(SeverityWarning, "spec", "kube-system/kubelet-config has no readable KubeletConfiguration: %v", err)
+		a.note(finding.Warning, "spec", "kube-system/kubelet-config has no readable KubeletConfiguration: %v", err)
 		return
 	}
 	if kc.FailCgroupV1 != nil && !*kc.FailCgroupV1 {
 		a.Cluster.Spec.AllowCgroupV1 = true
 	}
 	if kc.CgroupDriver != "" && kc.CgroupDriver != "systemd" {
-		a.note(SeverityWarning, "spec", "the kubelets use the %s cgroup driver; hybridctl's nodes use systemd (new nodes would differ)", kc.CgroupDriver)
+		a.note(finding.Warning, "spec", "the kubelets use the %s cgroup driver; hybridctl's nodes use systemd (new nodes would differ)", kc.CgroupDriver)
 	}
 }
 
@@ -315,18 +309,18 @@ func (a *Adopted) readKubelet(ctx context.Context, cs kubeclient.Interface) {
 func (a *Adopted) readKubeProxy(ctx context.Context, cs kubeclient.Interface) {
 	cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		a.note(SeverityWarning, "spec.kubeProxy", "the cluster runs no kube-proxy (kube-system/kube-proxy is absent: a CNI that replaces it?); Windows nodes need kube-proxy, and hybridctl manages the Linux one through kubeadm")
+		a.note(finding.Warning, "spec.kubeProxy", "the cluster runs no kube-proxy (kube-system/kube-proxy is absent: a CNI that replaces it?); Windows nodes need kube-proxy, and hybridctl manages the Linux one through kubeadm")
 		return
 	}
 	if err != nil {
-		a.note(SeverityWarning, "spec.kubeProxy", "kube-system/kube-proxy could not be read: %v", err)
+		a.note(finding.Warning, "spec.kubeProxy", "kube-system/kube-proxy could not be read: %v", err)
 		return
 	}
 	var kp struct {
 		Mode string `json:"mode"`
 	}
 	if err := yaml.Unmarshal([]byte(cm.Data["config.conf"]), &kp); err != nil {
-		a.note(SeverityWarning, "spec.kubeProxy", "kube-system/kube-proxy has no readable KubeProxyConfiguration: %v", err)
+		a.note(finding.Warning, "spec.kubeProxy", "kube-system/kube-proxy has no readable KubeProxyConfiguration: %v", err)
 		return
 	}
 	switch kp.Mode {
@@ -335,7 +329,7 @@ func (a *Adopted) readKubeProxy(ctx context.Context, cs kubeclient.Interface) {
 	case "nftables", "ipvs":
 		a.Cluster.Spec.KubeProxy.Mode = kp.Mode
 	default:
-		a.note(SeverityError, "spec.kubeProxy.mode", "kube-proxy runs in mode %q, which hybridctl does not know (nftables, iptables or ipvs)", kp.Mode)
+		a.note(finding.Error, "spec.kubeProxy.mode", "kube-proxy runs in mode %q, which hybridctl does not know (nftables, iptables or ipvs)", kp.Mode)
 	}
 }
 
@@ -375,7 +369,7 @@ func (a *Adopted) readCalico(ctx context.Context, dyn dynamic.Interface) error {
 			}
 		}
 		if len(pools) > 1 {
-			a.note(SeverityWarning, "spec.calico", "the Installation has %d IP pools; the spec describes the first", len(pools))
+			a.note(finding.Warning, "spec.calico", "the Installation has %d IP pools; the spec describes the first", len(pools))
 		}
 		if v := calicoVersion(inst.Object); v != "" {
 			s.Calico.Version = v
@@ -408,7 +402,7 @@ func (a *Adopted) readCalico(ctx context.Context, dyn dynamic.Interface) error {
 		case sp["ipipMode"] == "CrossSubnet":
 			s.Calico.Encapsulation = "IPIPCrossSubnet"
 		}
-		a.note(SeverityError, "spec.calico", "Calico runs without the Tigera operator (IP pools, no Installation): hybridctl installs and configures Calico through the operator; "+
+		a.note(finding.Error, "spec.calico", "Calico runs without the Tigera operator (IP pools, no Installation): hybridctl installs and configures Calico through the operator; "+
 			"migrate it first (https://docs.tigera.io/calico/latest/operations/operator-migration), or skip the calico and calico-ready phases")
 		return nil
 	}
@@ -471,7 +465,7 @@ func (a *Adopted) readCNI(ctx context.Context, cs kubeclient.Interface) {
 	if len(found) > 0 {
 		cni = strings.Join(found, ", ")
 	}
-	a.note(SeverityWarning, "spec.calico", "the cluster runs no Calico but %s: apply --skip-phases calico,calico-ready leaves the pod network alone; "+
+	a.note(finding.Warning, "spec.calico", "the cluster runs no Calico but %s: apply --skip-phases calico,calico-ready leaves the pod network alone; "+
 		"Windows nodes need Calico in VXLAN mode (%s)", cni, calicoMigration)
 }
 
@@ -521,6 +515,6 @@ func anyWindowsRuntimeClass(items []unstructured.Unstructured) bool {
 
 // unknowns notes the fields the cluster cannot tell.
 func (a *Adopted) unknowns() {
-	a.note(SeverityInfo, "spec.nodes[].ssh", "how hybridctl reaches each node over SSH (user, port, host) cannot be read from the cluster: fill it in (default user root, Administrator on Windows)")
-	a.note(SeverityInfo, "spec.network", "the nodes' gateway, DNS servers, NTP servers and DNS suffix cannot be read from the cluster: with network.configure check they may stay empty (the nodes keep their own); fill them in for new nodes that need them")
+	a.note(finding.Info, "spec.nodes[].ssh", "how hybridctl reaches each node over SSH (user, port, host) cannot be read from the cluster: fill it in (default user root, Administrator on Windows)")
+	a.note(finding.Info, "spec.network", "the nodes' gateway, DNS servers, NTP servers and DNS suffix cannot be read from the cluster: with network.configure check they may stay empty (the nodes keep their own); fill them in for new nodes that need them")
 }

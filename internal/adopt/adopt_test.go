@@ -167,7 +167,7 @@ func TestReadHandBuiltCluster(t *testing.T) {
 	}
 	notes := ""
 	for _, n := range a.Notes {
-		notes += n.Severity + " " + n.Message + "\n"
+		notes += string(n.Severity) + " " + n.Message + "\n"
 	}
 	for _, want := range []string{"warning kubeadm was given no controlPlaneEndpoint", "warning the cluster runs no Calico but a pod network hybridctl does not know",
 		"info how hybridctl reaches each node over SSH"} {

@@ -31,7 +31,7 @@ func (a *Adopted) YAML(source string) []byte {
 	if len(a.Notes) > 0 {
 		b.WriteString("#\n# Notes:\n")
 		for _, n := range a.Notes {
-			b.WriteString("#   " + n.Severity + ": " + n.Path + ": " + oneLine(n.Message) + "\n")
+			b.WriteString("#   " + string(n.Severity) + ": " + n.Path + ": " + oneLine(n.Message) + "\n")
 		}
 	}
 	if len(a.WindowsMissing) > 0 {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -256,7 +258,7 @@ func TestLiveCorpus(t *testing.T) {
 				if !ok {
 					continue // not an object of this file (the base's nodes)
 				}
-				if f.Severity != checks.Info {
+				if f.Severity != finding.Info {
 					out[p.file+"\t"+f.Object.Kind+"\t"+ns+"\t"+f.Object.Name] = true
 				}
 			}

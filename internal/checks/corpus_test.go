@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
+
 	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/snapshot"
 	"github.com/hybridctl/hybridctl/internal/testenv"
@@ -136,7 +138,7 @@ func lintCorpus(t *testing.T, dir string) (map[string]*corpusResult, map[string]
 				res[k] = cr
 			}
 			cr.findings = append(cr.findings, f)
-			cr.flagged = cr.flagged || f.Severity != checks.Info
+			cr.flagged = cr.flagged || f.Severity != finding.Info
 		}
 	}
 	return res, workloads

@@ -3,6 +3,8 @@ package checks
 import (
 	"strings"
 	"testing"
+
+	"github.com/hybridctl/hybridctl/internal/finding"
 )
 
 // TestExplain: --explain's text (internal/cli tests it through the command;
@@ -12,7 +14,7 @@ import (
 func TestExplain(t *testing.T) {
 	x37, y38, y39, z := strings.Repeat("x", 37), strings.Repeat("y", 38), strings.Repeat("y", 39), "z"
 	long := strings.Repeat("w", 80)
-	d := Doc{ID: "HC999", Name: "test-check", Severity: Warning, Title: "A title",
+	d := Doc{ID: "HC999", Name: "test-check", Severity: finding.Warning, Title: "A title",
 		Why:   x37 + " " + y38 + " " + z,                // "  " + 37 + 1 + 38 = 78: one line, then z
 		Fix:   x37 + "  " + y39 + "\n" + long + " " + z, // 79: y39 wraps; runs of blanks are one
 		Guide: "§ 1.2"}
@@ -48,9 +50,9 @@ func TestMarkdownTriedOn(t *testing.T) {
 		return out
 	}
 	docs := []Doc{
-		{ID: "HC901", Name: "six", Severity: Error, Title: "Six", Why: "w", Fix: "f", Guide: "g", Misses: "m1"},
-		{ID: "HC902", Name: "seven", Severity: Info, Title: "Seven", Why: "w", Fix: "f", Guide: "g"},
-		{ID: "HC903", Name: "none", Severity: Warning, Title: "None", Why: "w", Fix: "f", Guide: "g", Misses: "m3"},
+		{ID: "HC901", Name: "six", Severity: finding.Error, Title: "Six", Why: "w", Fix: "f", Guide: "g", Misses: "m1"},
+		{ID: "HC902", Name: "seven", Severity: finding.Info, Title: "Seven", Why: "w", Fix: "f", Guide: "g"},
+		{ID: "HC903", Name: "none", Severity: finding.Warning, Title: "None", Why: "w", Fix: "f", Guide: "g", Misses: "m3"},
 	}
 	corpus := &CorpusStats{Projects: 2, Manifests: 3, Workloads: 4, Hits: map[string][]string{"HC901": hits(6), "HC902": hits(7)}}
 	md := Markdown(docs, corpus)

@@ -12,60 +12,21 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
 	"github.com/hybridctl/hybridctl/internal/manifest"
 
 	"github.com/hybridctl/hybridctl/internal/snapshot"
 )
 
-// Severity of a finding.
-type Severity string
-
-// Severities, most severe first.
-const (
-	Error   Severity = "error"
-	Warning Severity = "warning"
-	Info    Severity = "info"
-)
-
-// Rank orders severities: error 3, warning 2, info 1, unknown 0.
-func (s Severity) Rank() int {
-	switch s {
-	case Error:
-		return 3
-	case Warning:
-		return 2
-	case Info:
-		return 1
-	}
-	return 0
-}
-
-// CountSeverities counts items by severity: errors, warnings, and
-// everything else as info (the summaries of doctor, lint and node
-// diagnose).
-func CountSeverities[T any](items []T, severity func(T) Severity) (errors, warnings, info int) {
-	for _, it := range items {
-		switch severity(it) {
-		case Error:
-			errors++
-		case Warning:
-			warnings++
-		default:
-			info++
-		}
-	}
-	return errors, warnings, info
-}
-
 // Doc is a check's catalogue entry.
 type Doc struct {
-	ID       string   `json:"id"`
-	Name     string   `json:"name"`
-	Severity Severity `json:"severity"`
-	Title    string   `json:"title"`
-	Why      string   `json:"why"`
-	Fix      string   `json:"fix"`
-	Guide    string   `json:"guide"`
+	ID       string           `json:"id"`
+	Name     string           `json:"name"`
+	Severity finding.Severity `json:"severity"`
+	Title    string           `json:"title"`
+	Why      string           `json:"why"`
+	Fix      string           `json:"fix"`
+	Guide    string           `json:"guide"`
 	// Misses says what the check does not catch.
 	Misses string `json:"misses"`
 }
@@ -84,13 +45,13 @@ func Catalogue() ([]Doc, error) {
 
 // Finding is one problem found on one object.
 type Finding struct {
-	Check    string          `json:"check"`
-	Name     string          `json:"name"`
-	Severity Severity        `json:"severity"`
-	Object   snapshot.Ref    `json:"object"`
-	Message  string          `json:"message"`
-	Fix      string          `json:"fix"`
-	Source   snapshot.Source `json:"-"`
+	Check    string           `json:"check"`
+	Name     string           `json:"name"`
+	Severity finding.Severity `json:"severity"`
+	Object   snapshot.Ref     `json:"object"`
+	Message  string           `json:"message"`
+	Fix      string           `json:"fix"`
+	Source   snapshot.Source  `json:"-"`
 
 	annotations map[string]string
 }

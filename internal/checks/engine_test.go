@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
 	"github.com/hybridctl/hybridctl/internal/manifest"
 	"github.com/hybridctl/hybridctl/internal/snapshot"
 )
@@ -13,22 +14,6 @@ import (
 // The engine's own logic (selection, suppression, order, counting words),
 // tested here in the package: the fixtures run every check with the default
 // Options and compare sorted findings, so none of this is reached by them.
-
-func TestSeverityRankAndCount(t *testing.T) {
-	for s, want := range map[Severity]int{Error: 3, Warning: 2, Info: 1, "": 0, "fatal": 0} {
-		if got := s.Rank(); got != want {
-			t.Errorf("%q.Rank() = %d, want %d", s, got, want)
-		}
-	}
-	items := []Severity{Info, Error, Warning, Warning, "", Info, "other", Error, Error}
-	e, w, i := CountSeverities(items, func(s Severity) Severity { return s })
-	if e != 3 || w != 2 || i != 4 {
-		t.Errorf("CountSeverities = %d errors, %d warnings, %d info; want 3, 2, 4", e, w, i)
-	}
-	if e, w, i := CountSeverities([]Severity(nil), func(s Severity) Severity { return s }); e != 0 || w != 0 || i != 0 {
-		t.Errorf("CountSeverities(nil) = %d, %d, %d", e, w, i)
-	}
-}
 
 func TestCountWords(t *testing.T) {
 	for _, c := range []struct {
@@ -409,15 +394,15 @@ func TestSuppressedAnnotation(t *testing.T) {
 // compared only when the ones before are equal; findings equal in all of
 // them keep their order.
 func TestSortFindings(t *testing.T) {
-	base := Finding{Check: "HC201", Severity: Warning, Object: snapshot.Ref{APIVersion: "v1", Kind: "Node", Namespace: "b", Name: "n"},
+	base := Finding{Check: "HC201", Severity: finding.Warning, Object: snapshot.Ref{APIVersion: "v1", Kind: "Node", Namespace: "b", Name: "n"},
 		Message: "m", Fix: "f", Source: snapshot.Source{File: "b.yaml", Line: 5}}
 	type edit func(*Finding)
 	for _, c := range []struct {
 		name          string
 		first, second edit
 	}{
-		{"severity", func(f *Finding) { f.Severity = Error }, func(f *Finding) { f.Severity = Warning; f.Check = "HC101" }},
-		{"severity info", func(f *Finding) { f.Severity = Warning; f.Check = "HC999" }, func(f *Finding) { f.Severity = Info; f.Check = "HC101" }},
+		{"severity", func(f *Finding) { f.Severity = finding.Error }, func(f *Finding) { f.Severity = finding.Warning; f.Check = "HC101" }},
+		{"severity info", func(f *Finding) { f.Severity = finding.Warning; f.Check = "HC999" }, func(f *Finding) { f.Severity = finding.Info; f.Check = "HC101" }},
 		{"check", func(f *Finding) { f.Check = "HC112"; f.Object.Namespace = "z" }, func(f *Finding) { f.Check = "HC201" }},
 		{"namespace", func(f *Finding) { f.Object.Namespace = "a"; f.Object.Name = "z" }, func(f *Finding) {}},
 		{"name", func(f *Finding) { f.Object.Name = "a"; f.Object.Kind = "Pod" }, func(f *Finding) {}},

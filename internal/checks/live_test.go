@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
+
 	authzv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,7 +43,7 @@ func labBaseline(t *testing.T) []string {
 	res, _ := liveRun(t, env.AdminConfig(), checks.Options{})
 	var out []string
 	for _, f := range res.Findings {
-		if f.Severity != checks.Info || f.Check != "HC103" {
+		if f.Severity != finding.Info || f.Check != "HC103" {
 			t.Fatalf("the correct lab has a finding: %s %s: %s", f.Check, f.Object, f.Message)
 		}
 		out = append(out, f.Check+" "+f.Object.Kind+" "+qualified(f.Object.Namespace, f.Object.Name))

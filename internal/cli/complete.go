@@ -15,6 +15,7 @@ import (
 	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/connectivity"
 	"github.com/hybridctl/hybridctl/internal/diagnose"
+	"github.com/hybridctl/hybridctl/internal/finding"
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
 	"github.com/hybridctl/hybridctl/internal/provision/preflight"
 	"github.com/hybridctl/hybridctl/internal/provision/procedure"
@@ -74,7 +75,7 @@ func flagCompletions() []flagCompletion {
 		{"checks", nil, completeChecks(false)},
 		{"skip", func(cmd *cobra.Command) bool { return cmd.Flags().Lookup("checks") != nil }, completeChecks(false)},
 		{"explain", nil, completeChecks(true)},
-		{"fail-on", nil, fixed(false, "error", "warning", "info", "none")},
+		{"fail-on", nil, fixed(false, finding.FailOnValues()...)},
 		{"only", provisioning, completePhases},
 		{"skip-phases", provisioning, completePhases},
 		{"ignore-preflight-errors", nil, fixed(true, append(preflight.Names(), "all")...)},

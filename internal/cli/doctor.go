@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
+
 	"github.com/spf13/cobra"
 
 	"github.com/hybridctl/hybridctl/internal/checks"
@@ -92,16 +94,23 @@ func (f *auditFlags) catalogue(s Streams) (done bool, err error) {
 	return true, explainCheck(s, f.explain)
 }
 
+// parseFailOn reads --fail-on (doctor, lint, node diagnose).
+func parseFailOn(v string) (finding.FailOn, error) {
+	f, ok := finding.ParseFailOn(v)
+	if !ok {
+		return f, Usagef("--fail-on %q: want error, warning, info or none", v)
+	}
+	return f, nil
+}
+
 // options validates the flags and builds the engine's options.
 func (f *auditFlags) options() (checks.Options, error) {
 	opts := checks.Options{Only: f.only, Skip: f.skip}
 	if !oneOf(report.Formats(), f.output) {
 		return opts, Usagef("--output %q: want one of %s", f.output, strings.Join(report.Formats(), ", "))
 	}
-	switch f.failOn {
-	case "error", "warning", "info", "none":
-	default:
-		return opts, Usagef("--fail-on %q: want error, warning, info or none", f.failOn)
+	if _, err := parseFailOn(f.failOn); err != nil {
+		return opts, err
 	}
 	if f.config != "" {
 		b, err := os.ReadFile(f.config)
@@ -150,18 +159,18 @@ func (f *auditFlags) report(s Streams, tool string, res *checks.Result, objects 
 	if err != nil {
 		return Incomplete(fmt.Errorf("write report: %w", err))
 	}
-	if f.failOn == "none" {
-		return nil
+	failOn, err := parseFailOn(f.failOn)
+	if err != nil {
+		return err
 	}
-	threshold := checks.Severity(f.failOn).Rank()
 	n := 0
 	for _, fd := range res.Findings {
-		if fd.Severity.Rank() >= threshold {
+		if failOn.Fails(fd.Severity) {
 			n++
 		}
 	}
 	for _, d := range res.Diagnostics {
-		if checks.Severity(d.Severity).Rank() >= threshold {
+		if failOn.Fails(d.Severity) {
 			n++
 		}
 	}

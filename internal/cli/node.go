@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/diagnose"
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
 	"github.com/hybridctl/hybridctl/internal/plan"
@@ -106,10 +105,9 @@ func runNodeDiagnose(cmd *cobra.Command, s Streams, f *diagnoseFlags, kf *kubecl
 	if f.output != "table" && f.output != "json" {
 		return Usagef("-o/--output must be table or json, not %q", f.output)
 	}
-	switch f.failOn {
-	case "error", "warning", "info", "none":
-	default:
-		return Usagef("--fail-on %q: want error, warning, info or none", f.failOn)
+	failOn, err := parseFailOn(f.failOn)
+	if err != nil {
+		return err
 	}
 	if f.concurrency < 1 {
 		return Usagef("--concurrency must be at least 1")
@@ -181,13 +179,9 @@ func runNodeDiagnose(cmd *cobra.Command, s Streams, f *diagnoseFlags, kf *kubecl
 		}
 		return &ExitError{Code: ExitIncomplete, Err: fmt.Errorf("the diagnosis is incomplete: %s", strings.Join(why, "; ")), Silent: f.output == "json"}
 	}
-	if f.failOn == "none" {
-		return nil
-	}
-	threshold := checks.Severity(f.failOn).Rank()
 	n := 0
 	for _, fd := range r.Findings {
-		if fd.Severity.Rank() >= threshold {
+		if failOn.Fails(fd.Severity) {
 			n++
 		}
 	}

@@ -1,12 +1,12 @@
 package connectivity
 
 import (
-	"encoding/xml"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
 	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
@@ -77,52 +77,20 @@ func writeTable(w io.Writer, rep *Report) error {
 	return err
 }
 
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
-	Skipped   *junitMessage `xml:"skipped,omitempty"`
-}
-
-type junitMessage struct {
-	Message string `xml:"message,attr"`
-	Body    string `xml:",chardata"`
-}
-
 // writeJUnit writes one testsuite per test and one testcase per action;
 // skipped and not-run actions are <skipped message=...>. It is written also
 // when setup failed: every action is then a skipped testcase.
 func writeJUnit(w io.Writer, rep *Report) error {
-	all := junitSuites{Name: "hybridctl check connectivity"}
+	var suites []finding.JUnitSuite
 	idx := map[string]int{}
 	for _, o := range rep.Tests {
 		i, ok := idx[o.Name]
 		if !ok {
-			i = len(all.Suites)
+			i = len(suites)
 			idx[o.Name] = i
-			all.Suites = append(all.Suites, junitSuite{Name: o.Name})
+			suites = append(suites, finding.JUnitSuite{Name: o.Name})
 		}
-		s := &all.Suites[i]
-		// XML cannot hold most control characters (encoding/xml writes
-		// U+FFFD for them): escaped first, they stay readable.
-		c := junitCase{Name: termtext.Line(o.From + " → " + o.To), Classname: "connectivity." + o.Name}
+		c := finding.JUnitCase{Name: o.From + " → " + o.To, Classname: "connectivity." + o.Name}
 		switch o.Result {
 		case Fail:
 			body := ""
@@ -132,17 +100,11 @@ func writeJUnit(w io.Writer, rep *Report) error {
 			if o.Fix != "" {
 				body += "\nfix: " + o.Fix
 			}
-			c.Failure = &junitMessage{Message: termtext.Line(o.Reason), Body: termtext.Text(body)}
-			s.Failures++
-			all.Failures++
+			c.Failure = &finding.JUnitFailure{Message: o.Reason, Text: body}
 		case Skipped:
-			c.Skipped = &junitMessage{Message: termtext.Line(o.Reason)}
-			s.Skipped++
-			all.Skipped++
+			c.Skipped = &finding.JUnitSkipped{Message: o.Reason}
 		}
-		s.Tests++
-		all.Tests++
-		s.Cases = append(s.Cases, c)
+		suites[i].Add(c)
 	}
-	return termtext.EncodeXML(w, all)
+	return finding.WriteJUnitSuites(w, "hybridctl check connectivity", suites)
 }

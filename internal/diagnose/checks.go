@@ -14,7 +14,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/hybridctl/hybridctl/internal/checks"
+	"github.com/hybridctl/hybridctl/internal/finding"
 )
 
 // Check is one node check: a stable ID and name, the most severe finding it
@@ -22,7 +22,7 @@ import (
 type Check struct {
 	ID       string
 	Name     string
-	Severity checks.Severity
+	Severity finding.Severity
 	// Title says what it finds, in one line; Why and Fix document it.
 	Title string
 	Why   string
@@ -38,42 +38,42 @@ type Check struct {
 // Checks returns the node checks, in the order they run and are listed.
 func Checks() []Check {
 	return []Check{
-		{ID: "HC501", Name: "node-services", Severity: checks.Error, Run: checkServices,
+		{ID: "HC501", Name: "node-services", Severity: finding.Error, Run: checkServices,
 			Title: "kubelet and containerd are running and start at boot; on Windows hns and vmcompute are not disabled",
 			Why:   "the kubelet depends on containerd and does not start without it; on Windows containerd needs the Host Compute Service (vmcompute) and the Host Network Service (hns), which start on demand (Manual) and must not be Disabled. Windows' Service Control Manager events say why a service failed.",
 			Fix:   "Linux: systemctl enable --now containerd kubelet, then journalctl -u containerd; Windows: Start-Service containerd, kubelet and Set-Service -StartupType Automatic, then Get-WinEvent for the Service Control Manager's reason",
 			Guide: "If the node is NotReady"},
-		{ID: "HC502", Name: "containerd-answers", Severity: checks.Error, Run: checkCRI,
+		{ID: "HC502", Name: "containerd-answers", Severity: finding.Error, Run: checkCRI,
 			Title: "crictl info gets an answer from containerd and the runtime reports itself ready",
 			Why:   "a running containerd service that does not answer on its socket (Linux) or named pipe (Windows) leaves the kubelet without a runtime: pods never start and the node goes NotReady.",
 			Fix:   "restart containerd and read its log (journalctl -u containerd; on Windows the containerd service's log and the System event log); check the CRI socket in /etc/containerd/config.toml",
 			Guide: "If the node is NotReady"},
-		{ID: "HC503", Name: "kubelet-log", Severity: checks.Warning, Run: checkKubeletLog,
+		{ID: "HC503", Name: "kubelet-log", Severity: finding.Warning, Run: checkKubeletLog,
 			Title: "the kubelet's recent errors (last 15 minutes of its last 300 log lines) match a known cause",
 			Why:   "the guide's known causes of a NotReady or Unknown node show in the kubelet's log first: a wrong clock (x509: certificate has expired or is not yet valid), containerd down, the connection to the API lost when HNS created the vSwitch, no CNI configuration, an unapproved serving certificate.",
 			Fix:   "per cause, in the finding; the log is journalctl -u kubelet on Linux and C:\\var\\log\\kubelet\\kubelet.err.log on Windows",
 			Guide: "If the node is NotReady"},
-		{ID: "HC504", Name: "api-reachable", Severity: checks.Error, Run: checkAPI,
+		{ID: "HC504", Name: "api-reachable", Severity: finding.Error, Run: checkAPI,
 			Title: "a TCP connection from the node to the control plane endpoint (controlPlaneEndpoint) opens within 5 seconds",
 			Why:   "the kubelet posts node status to the API; when the node cannot reach it (DNS, a firewall, the address moved to vEthernet on Windows) the node goes Unknown.",
 			Fix:   "resolve the endpoint's name on the node (the DNS records of hybridctl plan), open TCP 6443 to the control plane, then restart the kubelet",
 			Guide: "If the node is NotReady"},
-		{ID: "HC505", Name: "clock-skew", Severity: checks.Error, Run: checkClock,
+		{ID: "HC505", Name: "clock-skew", Severity: finding.Error, Run: checkClock,
 			Title: "the node's clock is within 1 minute (warning) and 5 minutes (error) of this machine's",
 			Why:   "kubeadm and the CSR signer backdate certificates by 5 minutes: a node whose clock is further off sees fresh certificates as not yet valid (or valid ones as expired) and the kubelet fails with x509 errors. The skew is measured against the middle of the command's round trip; half the round trip is subtracted before comparing.",
 			Fix:   "Linux: timedatectl set-ntp true and chronyc sources; Windows: w32tm /query /status, w32tm /resync /force, and the NTP servers of the spec",
 			Guide: "If the node is NotReady"},
-		{ID: "HC506", Name: "cni-config", Severity: checks.Error, Run: checkCNI,
+		{ID: "HC506", Name: "cni-config", Severity: finding.Error, Run: checkCNI,
 			Title: "the CNI configuration directory holds a valid configuration, and the first one is the cluster's network",
 			Why:   "without a configuration in /etc/cni/net.d (C:\\etc\\cni\\net.d) the runtime reports NetworkPluginNotReady (cni plugin not initialized) and the node stays NotReady; a leftover configuration that sorts first is the one the runtime uses.",
 			Fix:   "check the pod network's DaemonSet on the node (calico-node, calico-node-windows's install-cni, or the lab's podnet); remove leftover configurations of another network",
 			Guide: "If the node is NotReady"},
-		{ID: "HC507", Name: "vxlan-device", Severity: checks.Error, Run: checkVXLAN, NeedsCluster: true,
+		{ID: "HC507", Name: "vxlan-device", Severity: finding.Error, Run: checkVXLAN, NeedsCluster: true,
 			Title: "the VXLAN endpoint exists and is up with the cluster's VNI and UDP port (vxlan.calico or flannel.1; on Windows the HNS Overlay network and its 4789/UDP firewall rule)",
 			Why:   "the overlay needs a VTEP on every node with the same VNI and UDP port: Calico uses VNI 4096 and port 4789, which Windows requires; a Linux flannel on its default 8472 cannot talk to a Windows node. Traffic between nodes on UDP 4789 must not be blocked, on the node or between the machines.",
 			Fix:   "restart the pod network's agent on the node (calico-node, calico-node-windows) and read its log; on Windows check Get-HnsNetwork and the OverlayTraffic4789UDP rule",
 			Guide: "Hands-on: the pod network in HNS"},
-		{ID: "HC508", Name: "overlay-cross-check", Severity: checks.Error, Run: checkOverlay, NeedsCluster: true,
+		{ID: "HC508", Name: "overlay-cross-check", Severity: finding.Error, Run: checkOverlay, NeedsCluster: true,
 			Title: "for every other node, the block, node address and VTEP MAC this node has programmed match the cluster's record",
 			Why:   "each node routes every other node's pod block to that node's VTEP: on Linux a route via the tunnel address on vxlan.calico, a neighbour entry (tunnel address to VTEP MAC) and an FDB entry (VTEP MAC to node address); on Windows an HNS RemoteSubnetRoute policy (block, provider address, MAC). A stale or missing entry breaks pod traffic to one node only, and is found otherwise by reading four tables by eye. With plain routes (the hybridctl lab) it is one route per podCIDR via the node address.",
 			Fix:   "restart the pod network's agent on the node that holds the stale entry (calico-node or calico-node-windows; Felix reprograms the overlay from the cluster's record); if the cluster's record is wrong, the agent on the node it describes",
@@ -104,13 +104,13 @@ type Expect struct {
 
 // Finding is one problem on one node.
 type Finding struct {
-	Check    string          `json:"check"`
-	Name     string          `json:"name"`
-	Severity checks.Severity `json:"severity"`
-	Node     string          `json:"node"`
-	Message  string          `json:"message"`
-	Fix      string          `json:"fix"`
-	Evidence []string        `json:"evidence,omitempty"`
+	Check    string           `json:"check"`
+	Name     string           `json:"name"`
+	Severity finding.Severity `json:"severity"`
+	Node     string           `json:"node"`
+	Message  string           `json:"message"`
+	Fix      string           `json:"fix"`
+	Evidence []string         `json:"evidence,omitempty"`
 }
 
 // Skipped is a check that could not run on a node, with the reason.
@@ -138,7 +138,7 @@ type Ctx struct {
 }
 
 // Report records a finding.
-func (c *Ctx) Report(sev checks.Severity, msg, fix string, evidence ...string) {
+func (c *Ctx) Report(sev finding.Severity, msg, fix string, evidence ...string) {
 	if fix == "" {
 		fix = c.check.Fix
 	}

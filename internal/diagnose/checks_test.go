@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
+
 	"github.com/hybridctl/hybridctl/internal/checks"
 )
 
@@ -68,95 +70,95 @@ func TestLinuxNearMisses(t *testing.T) {
 			s = edit(t, s, "@@hybridctl-test begin crictl\n{", "@@hybridctl-test begin crictl\nE1202 time=\"...\" level=fatal msg=\"validate service connection: dial unix /run/containerd/containerd.sock: connect: no such file or directory\"\n@@hybridctl-test end crictl 1\n@@hybridctl-test begin ignored\n{")
 			return s
 		}, want: []want{
-			{"HC501", checks.Error, []string{"containerd is not running on k8s-lab-node-1 (inactive/dead)"}},
-			{"HC502", checks.Error, []string{"containerd does not answer crictl info", "the containerd service is inactive/dead", "containerd.sock: connect: no such file"}},
+			{"HC501", finding.Error, []string{"containerd is not running on k8s-lab-node-1 (inactive/dead)"}},
+			{"HC502", finding.Error, []string{"containerd does not answer crictl info", "the containerd service is inactive/dead", "containerd.sock: connect: no such file"}},
 		}},
 		{name: "kubelet not enabled", out: func(s string) string {
 			return edit(t, s, "SubState=running\nUnitFileState=enabled\n\nId=containerd", "SubState=running\nUnitFileState=disabled\n\nId=containerd")
-		}, want: []want{{"HC501", checks.Warning, []string{"kubelet runs but does not start at boot", "disabled"}}}},
+		}, want: []want{{"HC501", finding.Warning, []string{"kubelet runs but does not start at boot", "disabled"}}}},
 		{name: "kubelet not installed", out: func(s string) string {
 			return edit(t, s, "Id=kubelet.service\nLoadState=loaded\nActiveState=active", "Id=kubelet.service\nLoadState=not-found\nActiveState=inactive")
-		}, want: []want{{"HC501", checks.Error, []string{"kubelet is not installed"}}}},
+		}, want: []want{{"HC501", finding.Error, []string{"kubelet is not installed"}}}},
 		{name: "deleted CNI config", out: func(s string) string { return cut(t, s, "cni-file /etc/cni/net.d/10-calico.conflist") },
-			want: []want{{"HC506", checks.Error, []string{"no CNI configuration in /etc/cni/net.d on k8s-lab-node-1"}}}},
+			want: []want{{"HC506", finding.Error, []string{"no CNI configuration in /etc/cni/net.d on k8s-lab-node-1"}}}},
 		{name: "no CNI directory", out: func(s string) string {
 			s = cut(t, s, "cni-file /etc/cni/net.d/10-calico.conflist")
 			return edit(t, s, "10-calico.conflist\ncalico-kubeconfig\n@@hybridctl-test end cni-dir 0", "/etc/cni/net.d: no such directory\n@@hybridctl-test end cni-dir 2")
-		}, want: []want{{"HC506", checks.Error, []string{"no CNI configuration on k8s-lab-node-1: /etc/cni/net.d: no such directory"}}}},
+		}, want: []want{{"HC506", finding.Error, []string{"no CNI configuration on k8s-lab-node-1: /etc/cni/net.d: no such directory"}}}},
 		{name: "truncated CNI config", out: func(s string) string {
 			return edit(t, s, `{"name": "k8s-pod-network", "cniVersion": "0.3.1", "plugins": [`, `{"name": "k8s-pod-network", "cniVersion": "0.3.1", "plug`)
 		}, want: []want{
-			{"HC506", checks.Error, []string{"10-calico.conflist on k8s-lab-node-1 is not a valid CNI configuration"}},
-			{"HC506", checks.Error, []string{"no CNI configuration in /etc/cni/net.d"}},
+			{"HC506", finding.Error, []string{"10-calico.conflist on k8s-lab-node-1 is not a valid CNI configuration"}},
+			{"HC506", finding.Error, []string{"no CNI configuration in /etc/cni/net.d"}},
 		}},
 		{name: "a leftover flannel configuration sorts first", out: func(s string) string {
 			return edit(t, s, "@@hybridctl-test begin links", "@@hybridctl-test begin cni-file /etc/cni/net.d/05-flannel.conflist\n{\"name\":\"cbr0\",\"plugins\":[{\"type\":\"flannel\"},{\"type\":\"portmap\"}]}\n@@hybridctl-test end cni-file /etc/cni/net.d/05-flannel.conflist 0\n@@hybridctl-test begin links")
-		}, want: []want{{"HC506", checks.Warning, []string{"05-flannel.conflist", "not the cluster's calico network"}}}},
+		}, want: []want{{"HC506", finding.Warning, []string{"05-flannel.conflist", "not the cluster's calico network"}}}},
 		{name: "a missing FDB entry", out: func(s string) string {
 			return edit(t, s, `{"mac":"66:05:38:46:ab:ea","dst":"192.168.10.26","flags":["self"],"state":"permanent"},`, "")
-		}, want: []want{{"HC508", checks.Error, []string{"no FDB entry on vxlan.calico for k8s-lab-node-2's VTEP MAC 66:05:38:46:ab:ea (want dst 192.168.10.26)", "cluster: block 172.21.172.0/26 is affine to k8s-lab-node-2"}}}},
+		}, want: []want{{"HC508", finding.Error, []string{"no FDB entry on vxlan.calico for k8s-lab-node-2's VTEP MAC 66:05:38:46:ab:ea (want dst 192.168.10.26)", "cluster: block 172.21.172.0/26 is affine to k8s-lab-node-2"}}}},
 		{name: "an FDB entry to the wrong node", out: func(s string) string {
 			return edit(t, s, `{"mac":"66:05:38:46:ab:ea","dst":"192.168.10.26"`, `{"mac":"66:05:38:46:ab:ea","dst":"192.168.10.27"`)
-		}, want: []want{{"HC508", checks.Error, []string{"sends to 192.168.10.27, but k8s-lab-node-2's address is 192.168.10.26", "node: 66:05:38:46:ab:ea dst 192.168.10.27 dev vxlan.calico"}}}},
+		}, want: []want{{"HC508", finding.Error, []string{"sends to 192.168.10.27, but k8s-lab-node-2's address is 192.168.10.26", "node: 66:05:38:46:ab:ea dst 192.168.10.27 dev vxlan.calico"}}}},
 		{name: "a neighbour entry whose MAC disagrees", out: func(s string) string {
 			return edit(t, s, `{"dst":"172.21.41.1","lladdr":"00:15:5d:eb:90:ae"`, `{"dst":"172.21.41.1","lladdr":"00:15:5d:eb:90:af"`)
-		}, want: []want{{"HC508", checks.Error, []string{"has MAC 00:15:5d:eb:90:af, but k8s-lab-win-1's VTEP MAC is 00:15:5d:eb:90:ae"}}}},
+		}, want: []want{{"HC508", finding.Error, []string{"has MAC 00:15:5d:eb:90:af, but k8s-lab-win-1's VTEP MAC is 00:15:5d:eb:90:ae"}}}},
 		{name: "a missing route", out: func(s string) string {
 			return edit(t, s, `{"dst":"172.21.41.0/26","gateway":"172.21.41.1","dev":"vxlan.calico","protocol":"80","flags":["onlink"]},`, "")
-		}, want: []want{{"HC508", checks.Error, []string{"no route to k8s-lab-win-1's block 172.21.41.0/26 (want 172.21.41.0/26 via 172.21.41.1 dev vxlan.calico onlink)"}}}},
+		}, want: []want{{"HC508", finding.Error, []string{"no route to k8s-lab-win-1's block 172.21.41.0/26 (want 172.21.41.0/26 via 172.21.41.1 dev vxlan.calico onlink)"}}}},
 		{name: "a route via the wrong tunnel address", out: func(s string) string {
 			return edit(t, s, `"dst":"172.21.41.0/26","gateway":"172.21.41.1"`, `"dst":"172.21.41.0/26","gateway":"172.21.41.2"`)
-		}, want: []want{{"HC508", checks.Error, []string{"routes k8s-lab-win-1's block 172.21.41.0/26 via 172.21.41.2 dev vxlan.calico, but k8s-lab-win-1's tunnel address is 172.21.41.1", "node: 172.21.41.0/26 via 172.21.41.2 dev vxlan.calico onlink"}}}},
+		}, want: []want{{"HC508", finding.Error, []string{"routes k8s-lab-win-1's block 172.21.41.0/26 via 172.21.41.2 dev vxlan.calico, but k8s-lab-win-1's tunnel address is 172.21.41.1", "node: 172.21.41.0/26 via 172.21.41.2 dev vxlan.calico onlink"}}}},
 		{name: "a stale route, neighbour and FDB entry of a node that left", out: func(s string) string {
 			s = edit(t, s, `{"dst":"172.21.211.0/26","dev":"*"`, `{"dst":"172.21.99.0/26","gateway":"172.21.99.0","dev":"vxlan.calico","protocol":"80","flags":["onlink"]},{"dst":"172.21.211.0/26","dev":"*"`)
 			s = edit(t, s, `[{"dst":"172.21.70.192"`, `[{"dst":"172.21.99.0","lladdr":"66:aa:aa:aa:aa:aa","state":["PERMANENT"]},{"dst":"172.21.70.192"`)
 			return edit(t, s, `[{"mac":"66:05:38:46:ab:ea"`, `[{"mac":"66:aa:aa:aa:aa:aa","dst":"192.168.10.99","flags":["self"],"state":"permanent"},{"mac":"66:05:38:46:ab:ea"`)
 		}, want: []want{
-			{"HC508", checks.Warning, []string{"stale route on k8s-lab-node-1: 172.21.99.0/26 via 172.21.99.0 dev vxlan.calico onlink"}},
-			{"HC508", checks.Warning, []string{"stale neighbour entry", "172.21.99.0 lladdr 66:aa:aa:aa:aa:aa"}},
-			{"HC508", checks.Warning, []string{"stale FDB entry", "66:aa:aa:aa:aa:aa dst 192.168.10.99"}},
+			{"HC508", finding.Warning, []string{"stale route on k8s-lab-node-1: 172.21.99.0/26 via 172.21.99.0 dev vxlan.calico onlink"}},
+			{"HC508", finding.Warning, []string{"stale neighbour entry", "172.21.99.0 lladdr 66:aa:aa:aa:aa:aa"}},
+			{"HC508", finding.Warning, []string{"stale FDB entry", "66:aa:aa:aa:aa:aa dst 192.168.10.99"}},
 		}},
 		{name: "its own VTEP MAC disagrees with its annotation", out: func(s string) string {
 			return edit(t, s, `"address":"66:ee:f4:61:98:50"`, `"address":"66:ee:f4:61:98:51"`)
-		}, want: []want{{"HC508", checks.Error, []string{"vxlan.calico has MAC 66:ee:f4:61:98:51, but the cluster records 66:ee:f4:61:98:50"}}}},
+		}, want: []want{{"HC508", finding.Error, []string{"vxlan.calico has MAC 66:ee:f4:61:98:51, but the cluster records 66:ee:f4:61:98:50"}}}},
 		{name: "flannel's Linux port", out: func(s string) string {
 			s = edit(t, s, `"port":4789`, `"port":8472`)
 			return edit(t, s, "00000000:12B5", "00000000:2118")
-		}, want: []want{{"HC507", checks.Error, []string{"uses UDP port 8472; the cluster's VXLAN port is 4789 (Windows nodes only speak 4789)"}}}},
+		}, want: []want{{"HC507", finding.Error, []string{"uses UDP port 8472; the cluster's VXLAN port is 4789 (Windows nodes only speak 4789)"}}}},
 		{name: "no UDP socket on 4789", out: func(s string) string { return edit(t, s, "00000000:12B5", "00000000:0035") },
-			want: []want{{"HC507", checks.Warning, []string{"no UDP socket is bound to port 4789"}}}},
+			want: []want{{"HC507", finding.Warning, []string{"no UDP socket is bound to port 4789"}}}},
 		{name: "vxlan.calico down with another VNI", out: func(s string) string {
 			s = edit(t, s, `"ifname":"vxlan.calico","flags":["BROADCAST","MULTICAST","UP","LOWER_UP"]`, `"ifname":"vxlan.calico","flags":["BROADCAST","MULTICAST"]`)
 			return edit(t, s, `"id":4096`, `"id":1`)
 		}, want: []want{
-			{"HC507", checks.Error, []string{"vxlan.calico on k8s-lab-node-1 is down"}},
-			{"HC507", checks.Error, []string{"has VNI 1; the cluster's is 4096"}},
+			{"HC507", finding.Error, []string{"vxlan.calico on k8s-lab-node-1 is down"}},
+			{"HC507", finding.Error, []string{"has VNI 1; the cluster's is 4096"}},
 		}},
 		{name: "no vxlan.calico", mod: func(f *Facts) { f.Linux.Links = f.Linux.Links[:2] },
-			want: []want{{"HC507", checks.Error, []string{"k8s-lab-node-1 has no vxlan.calico device"}}}},
+			want: []want{{"HC507", finding.Error, []string{"k8s-lab-node-1 has no vxlan.calico device"}}}},
 		{name: "the API unreachable", out: func(s string) string {
 			return edit(t, s, "192.168.10.23   RAW\nconnected\n@@hybridctl-test end api 0", "192.168.10.23   RAW\nbash: connect: Connection refused\nbash: line 1: /dev/tcp/k8s-lab-api.example.com/6443: Connection refused\n@@hybridctl-test end api 1")
-		}, want: []want{{"HC504", checks.Error, []string{"k8s-lab-node-1 cannot open a TCP connection to the API at k8s-lab-api.example.com:6443", "Connection refused"}}}},
+		}, want: []want{{"HC504", finding.Error, []string{"k8s-lab-node-1 cannot open a TCP connection to the API at k8s-lab-api.example.com:6443", "Connection refused"}}}},
 		{name: "x509 in the kubelet's log a minute ago", out: func(s string) string {
 			return edit(t, s, "@@hybridctl-test end kubelet-log 0", `1796173140.000000 k8s-lab-node-1 kubelet[812]: E1202 00:59:00.000000     812 reflector.go:158] "Unhandled Error" err="failed to list *v1.Node: Get \"https://k8s-lab-api.example.com:6443/api/v1/nodes\": tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2026-12-02T00:59:00Z is before 2026-12-02T01:04:00Z"`+"\n@@hybridctl-test end kubelet-log 0")
-		}, want: []want{{"HC503", checks.Warning, []string{"shows the clock (x509", "1 line(s)", "certificate has expired or is not yet valid"}}}},
+		}, want: []want{{"HC503", finding.Warning, []string{"shows the clock (x509", "1 line(s)", "certificate has expired or is not yet valid"}}}},
 		{name: "the lost connection 16 minutes ago is old news", mod: func(f *Facts) {
 			f.KubeletLog[0].Time = f.Clock.Node.Add(-RecentLog - time.Second)
 		}},
 		{name: "the lost connection 14 minutes ago counts", mod: func(f *Facts) {
 			f.KubeletLog[0].Time = f.Clock.Node.Add(-RecentLog + time.Minute)
-		}, want: []want{{"HC503", checks.Warning, []string{"the connection to the API was lost", "http2: client connection lost"}}}},
+		}, want: []want{{"HC503", finding.Warning, []string{"the connection to the API was lost", "http2: client connection lost"}}}},
 		{name: "clock 6 minutes ahead", mod: func(f *Facts) { bracket(f, f.Clock.Node.Add(-6*time.Minute), 200*time.Millisecond) },
-			want: []want{{"HC505", checks.Error, []string{"is 6m0s ahead of this machine's", "beyond the 5m0s"}}}},
+			want: []want{{"HC505", finding.Error, []string{"is 6m0s ahead of this machine's", "beyond the 5m0s"}}}},
 		{name: "clock 2 minutes behind", mod: func(f *Facts) { bracket(f, f.Clock.Node.Add(2*time.Minute), 200*time.Millisecond) },
-			want: []want{{"HC505", checks.Warning, []string{"is 2m0s behind this machine's", "NTPSynchronized=yes"}}}},
+			want: []want{{"HC505", finding.Warning, []string{"is 2m0s behind this machine's", "NTPSynchronized=yes"}}}},
 		{name: "clock 5m01s ahead", mod: func(f *Facts) { bracket(f, f.Clock.Node.Add(-5*time.Minute-time.Second), 200*time.Millisecond) },
-			want: []want{{"HC505", checks.Error, []string{"5m1s ahead"}}}},
+			want: []want{{"HC505", finding.Error, []string{"5m1s ahead"}}}},
 		{name: "clock 4m59s behind", mod: func(f *Facts) { bracket(f, f.Clock.Node.Add(5*time.Minute-time.Second), 200*time.Millisecond) },
-			want: []want{{"HC505", checks.Warning, []string{"4m59s behind"}}}},
+			want: []want{{"HC505", finding.Warning, []string{"4m59s behind"}}}},
 		{name: "clock 61s off, explained by a 4 s round trip", mod: func(f *Facts) { bracket(f, f.Clock.Node.Add(61*time.Second), 4*time.Second) }},
 		{name: "clock 61s off in a 1 s round trip", mod: func(f *Facts) { bracket(f, f.Clock.Node.Add(61*time.Second), time.Second) },
-			want: []want{{"HC505", checks.Warning, []string{"1m1s behind"}}}},
+			want: []want{{"HC505", finding.Warning, []string{"1m1s behind"}}}},
 		{name: "clock 59s off", mod: func(f *Facts) { bracket(f, f.Clock.Node.Add(-59*time.Second), 0) }},
 	}
 	for _, c := range cases {
@@ -188,7 +190,7 @@ func TestWindowsGuideNode(t *testing.T) {
 		t.Fatalf("hns: %+v", s)
 	}
 	fs, sk := Evaluate(f, calicoLab(t), nil, labExpect(), nil)
-	expectExactly(t, fs, want{"HC503", checks.Warning, []string{"the connection to the API was lost", "wsarecv"}})
+	expectExactly(t, fs, want{"HC503", finding.Warning, []string{"the connection to the API was lost", "wsarecv"}})
 	if len(sk) != 0 {
 		t.Errorf("skipped: %+v", sk)
 	}
@@ -196,7 +198,7 @@ func TestWindowsGuideNode(t *testing.T) {
 
 func TestWindowsNearMisses(t *testing.T) {
 	base := readFixture(t, "windows-win-1.json")
-	lost := want{"HC503", checks.Warning, []string{"the connection to the API was lost"}}
+	lost := want{"HC503", finding.Warning, []string{"the connection to the API was lost"}}
 	cases := []struct {
 		name string
 		out  func(string) string
@@ -205,62 +207,62 @@ func TestWindowsNearMisses(t *testing.T) {
 	}{
 		{name: "a RemoteSubnetRoute whose MAC disagrees with node-1's VTEP", out: func(s string) string {
 			return edit(t, s, `"ProviderAddress":"192.168.10.24","DistributedRouterMacAddress":"66-ee-f4-61-98-50"`, `"ProviderAddress":"192.168.10.24","DistributedRouterMacAddress":"66-ee-f4-61-98-51"`)
-		}, want: []want{lost, {"HC508", checks.Error, []string{
+		}, want: []want{lost, {"HC508", finding.Error, []string{
 			"the RemoteSubnetRoute for k8s-lab-node-1's block 172.21.211.0/26 on k8s-lab-win-1 has MAC 66:ee:f4:61:98:51, but k8s-lab-node-1's VTEP MAC is 66:ee:f4:61:98:50",
 			"node: RemoteSubnetRoute 172.21.211.0/26 ProviderAddress 192.168.10.24 DistributedRouterMacAddress 66:ee:f4:61:98:51",
 			"cluster: block 172.21.211.0/26 is affine to k8s-lab-node-1 (address 192.168.10.24), whose VXLAN tunnel address is 172.21.211.0 and VTEP MAC 66:ee:f4:61:98:50"}}}},
 		{name: "a RemoteSubnetRoute to the wrong address", out: func(s string) string {
 			return edit(t, s, `"DestinationPrefix":"172.21.172.0/26","IsolationId":4096,"ProviderAddress":"192.168.10.26"`, `"DestinationPrefix":"172.21.172.0/26","IsolationId":4096,"ProviderAddress":"192.168.10.62"`)
-		}, want: []want{lost, {"HC508", checks.Error, []string{"sends to 192.168.10.62, but k8s-lab-node-2's address is 192.168.10.26"}}}},
+		}, want: []want{lost, {"HC508", finding.Error, []string{"sends to 192.168.10.62, but k8s-lab-node-2's address is 192.168.10.26"}}}},
 		{name: "no RemoteSubnetRoute for the master", out: func(s string) string {
 			return edit(t, s, `{"Type":"RemoteSubnetRoute","DestinationPrefix":"172.21.70.192/26","IsolationId":4096,"ProviderAddress":"192.168.10.23","DistributedRouterMacAddress":"66-79-81-e0-1a-7d"},`, "")
-		}, want: []want{lost, {"HC508", checks.Error, []string{"no RemoteSubnetRoute for k8s-lab-master-1's block 172.21.70.192/26 (want provider 192.168.10.23, MAC 66:79:81:e0:1a:7d)"}}}},
+		}, want: []want{lost, {"HC508", finding.Error, []string{"no RemoteSubnetRoute for k8s-lab-master-1's block 172.21.70.192/26 (want provider 192.168.10.23, MAC 66:79:81:e0:1a:7d)"}}}},
 		{name: "a stale RemoteSubnetRoute", out: func(s string) string {
 			return edit(t, s, `"policies":[{"Type":"RemoteSubnetRoute"`, `"policies":[{"Type":"RemoteSubnetRoute","DestinationPrefix":"172.21.5.64/26","IsolationId":4096,"ProviderAddress":"192.168.10.40","DistributedRouterMacAddress":"66-00-00-00-00-01"},{"Type":"RemoteSubnetRoute"`)
-		}, want: []want{lost, {"HC508", checks.Warning, []string{"stale RemoteSubnetRoute on k8s-lab-win-1: 172.21.5.64/26 via 192.168.10.40"}}}},
+		}, want: []want{lost, {"HC508", finding.Warning, []string{"stale RemoteSubnetRoute on k8s-lab-win-1: 172.21.5.64/26 via 192.168.10.40"}}}},
 		{name: "containerd stopped, with the Service Control Manager's reason", out: func(s string) string {
 			s = edit(t, s, `{"name":"containerd","status":"Running","startType":"Automatic"}`, `{"name":"containerd","status":"Stopped","startType":"Automatic"}`)
 			return edit(t, s, `"serviceEvents":{"ok":true,"value":null}`, `"serviceEvents":{"ok":true,"value":{"id":7034,"time":"2026-12-02T00:58:00.0000000Z","service":"containerd","message":"The containerd service terminated unexpectedly.  It has done this 3 time(s)."}}`)
-		}, want: []want{lost, {"HC501", checks.Error, []string{"containerd is not running on k8s-lab-win-1 (Stopped)", "logged 1 failure(s)", "event 7034 (terminated unexpectedly): The containerd service terminated unexpectedly. It has done this 3 time(s)."}}}},
+		}, want: []want{lost, {"HC501", finding.Error, []string{"containerd is not running on k8s-lab-win-1 (Stopped)", "logged 1 failure(s)", "event 7034 (terminated unexpectedly): The containerd service terminated unexpectedly. It has done this 3 time(s)."}}}},
 		{name: "a 7036 state-change event is no failure", out: func(s string) string {
 			return edit(t, s, `"serviceEvents":{"ok":true,"value":null}`, `"serviceEvents":{"ok":true,"value":[{"id":7036,"time":"2026-12-02T00:58:00Z","service":"kubelet","message":"The kubelet service entered the running state."}]}`)
 		}, want: []want{lost}},
 		{name: "hns disabled", out: func(s string) string {
 			return edit(t, s, `{"name":"hns","status":"Running","startType":"Manual"}`, `{"name":"hns","status":"Stopped","startType":"Disabled"}`)
-		}, want: []want{lost, {"HC501", checks.Error, []string{"hns is Disabled on k8s-lab-win-1"}}}},
+		}, want: []want{lost, {"HC501", finding.Error, []string{"hns is Disabled on k8s-lab-win-1"}}}},
 		{name: "vmcompute stopped on demand is normal", out: func(s string) string {
 			return edit(t, s, `{"name":"vmcompute","status":"Running","startType":"Manual"}`, `{"name":"vmcompute","status":"Stopped","startType":"Manual"}`)
 		}, want: []want{lost}},
 		{name: "no Containers feature", out: func(s string) string {
 			return edit(t, s, `{"name":"vmcompute","status":"Running","startType":"Manual"},`, "")
-		}, want: []want{lost, {"HC501", checks.Error, []string{"the vmcompute service does not exist", "Containers feature"}}}},
+		}, want: []want{lost, {"HC501", finding.Error, []string{"the vmcompute service does not exist", "Containers feature"}}}},
 		{name: "no firewall rule for 4789", out: func(s string) string {
 			return edit(t, s, `"firewall":{"ok":true,"value":{"enabled":"True","direction":"Inbound","action":"Allow"}}`, `"firewall":{"ok":true,"value":null}`)
-		}, want: []want{lost, {"HC507", checks.Warning, []string{"no OverlayTraffic4789UDP firewall rule"}}}},
+		}, want: []want{lost, {"HC507", finding.Warning, []string{"no OverlayTraffic4789UDP firewall rule"}}}},
 		{name: "the firewall rule disabled", out: func(s string) string {
 			return edit(t, s, `"enabled":"True"`, `"enabled":"False"`)
-		}, want: []want{lost, {"HC507", checks.Warning, []string{"does not let VXLAN in (enabled false"}}}},
+		}, want: []want{lost, {"HC507", finding.Warning, []string{"does not let VXLAN in (enabled false"}}}},
 		{name: "no Calico HNS network", out: func(s string) string { return edit(t, s, `"name":"Calico"`, `"name":"nat"`) },
-			want: []want{lost, {"HC507", checks.Error, []string{"k8s-lab-win-1 has no HNS network named Calico; it has: External (Overlay), nat (Overlay)"}}}},
+			want: []want{lost, {"HC507", finding.Error, []string{"k8s-lab-win-1 has no HNS network named Calico; it has: External (Overlay), nat (Overlay)"}}}},
 		{name: "the Calico network's DrPort MAC disagrees with the annotation", out: func(s string) string {
 			return edit(t, s, `"00-15-5D-EB-90-AE"`, `"00-15-5D-EB-90-AF"`)
-		}, want: []want{lost, {"HC508", checks.Error, []string{"distributed router MAC of Calico on k8s-lab-win-1 is 00:15:5d:eb:90:af, but the cluster records 00:15:5d:eb:90:ae"}}}},
+		}, want: []want{lost, {"HC508", finding.Error, []string{"distributed router MAC of Calico on k8s-lab-win-1 is 00:15:5d:eb:90:af, but the cluster records 00:15:5d:eb:90:ae"}}}},
 		{name: "no CNI directory", out: func(s string) string {
 			return edit(t, s, `"cni":{"ok":true,"value":{"name":"10-calico.conf"`, `"cni":{"ok":false,"error":"C:\\etc\\cni\\net.d does not exist","value":{"name":"x"`)
-		}, want: []want{lost, {"HC506", checks.Error, []string{`no CNI configuration on k8s-lab-win-1: C:\etc\cni\net.d does not exist`}}}},
+		}, want: []want{lost, {"HC506", finding.Error, []string{`no CNI configuration on k8s-lab-win-1: C:\etc\cni\net.d does not exist`}}}},
 		{name: "crictl does not answer", out: func(s string) string {
 			return edit(t, s, `"cri":{"ok":true,"value":{"ran":true,"ok":true,"detail":"crictl info answered"`, `"cri":{"ok":true,"value":{"ran":true,"ok":false,"detail":"validate service connection: open //./pipe/containerd-containerd: The system cannot find the file specified."`)
-		}, want: []want{lost, {"HC502", checks.Error, []string{"containerd does not answer crictl info on k8s-lab-win-1", "pipe/containerd-containerd"}}}},
+		}, want: []want{lost, {"HC502", finding.Error, []string{"containerd does not answer crictl info on k8s-lab-win-1", "pipe/containerd-containerd"}}}},
 		{name: "the API unreachable", out: func(s string) string {
 			return edit(t, s, `"api":{"ok":true,"value":"connected"}`, `"api":{"ok":false,"error":"no answer within 5 s"}`)
-		}, want: []want{lost, {"HC504", checks.Error, []string{"cannot open a TCP connection to the API at k8s-lab-api.example.com:6443: no answer within 5 s"}}}},
+		}, want: []want{lost, {"HC504", finding.Error, []string{"cannot open a TCP connection to the API at k8s-lab-api.example.com:6443: no answer within 5 s"}}}},
 		{name: "the log's local time read as UTC is 3 hours off", out: func(s string) string {
 			return edit(t, s, `"utcOffsetMinutes":{"ok":true,"value":180}`, `"utcOffsetMinutes":{"ok":true,"value":0}`)
 		}},
 		{name: "clock 2 minutes behind", mod: func(f *Facts) { bracket(f, f.Clock.Node.Add(2*time.Minute), time.Second) },
-			want: []want{lost, {"HC505", checks.Warning, []string{"2m0s behind"}}}},
+			want: []want{lost, {"HC505", finding.Warning, []string{"2m0s behind"}}}},
 		{name: "clock 6 minutes ahead", mod: func(f *Facts) { bracket(f, f.Clock.Node.Add(-6*time.Minute), time.Second) },
-			want: []want{lost, {"HC505", checks.Error, []string{"6m0s ahead"}}}},
+			want: []want{lost, {"HC505", finding.Error, []string{"6m0s ahead"}}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -311,13 +313,13 @@ func TestLabRoutes(t *testing.T) {
 		{name: "clean"},
 		{name: "a removed route", out: func(s string) string {
 			return edit(t, s, `{"dst":"172.21.2.0/24","gateway":"192.168.10.26","dev":"host0","protocol":"201","flags":[]},`, "")
-		}, want: []want{{"HC508", checks.Error, []string{"k8s-lab-node-1 has no route to k8s-lab-node-2's pod network 172.21.2.0/24 (want 172.21.2.0/24 via 192.168.10.26)", "cluster: Node k8s-lab-node-2 has podCIDR 172.21.2.0/24 and InternalIP 192.168.10.26"}}}},
+		}, want: []want{{"HC508", finding.Error, []string{"k8s-lab-node-1 has no route to k8s-lab-node-2's pod network 172.21.2.0/24 (want 172.21.2.0/24 via 192.168.10.26)", "cluster: Node k8s-lab-node-2 has podCIDR 172.21.2.0/24 and InternalIP 192.168.10.26"}}}},
 		{name: "a route via an old address", out: func(s string) string {
 			return edit(t, s, `"dst":"172.21.2.0/24","gateway":"192.168.10.26"`, `"dst":"172.21.2.0/24","gateway":"192.168.10.36"`)
-		}, want: []want{{"HC508", checks.Error, []string{"routes k8s-lab-node-2's pod network 172.21.2.0/24 via 192.168.10.36, but k8s-lab-node-2's address is 192.168.10.26", "node: 172.21.2.0/24 via 192.168.10.36 dev host0"}}}},
+		}, want: []want{{"HC508", finding.Error, []string{"routes k8s-lab-node-2's pod network 172.21.2.0/24 via 192.168.10.36, but k8s-lab-node-2's address is 192.168.10.26", "node: 172.21.2.0/24 via 192.168.10.36 dev host0"}}}},
 		{name: "a stale route of a deleted node", out: func(s string) string {
 			return edit(t, s, `{"dst":"192.168.10.0/24"`, `{"dst":"172.21.7.0/24","gateway":"192.168.10.40","dev":"host0","protocol":"201","flags":[]},{"dst":"192.168.10.0/24"`)
-		}, want: []want{{"HC508", checks.Warning, []string{"stale route on k8s-lab-node-1: 172.21.7.0/24 via 192.168.10.40 dev host0 matches no Node's podCIDR"}}}},
+		}, want: []want{{"HC508", finding.Warning, []string{"stale route on k8s-lab-node-1: 172.21.7.0/24 via 192.168.10.40 dev host0 matches no Node's podCIDR"}}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -410,11 +412,11 @@ func TestOnlySelectedChecksRun(t *testing.T) {
 	f := parseLinuxT(t, "k8s-lab-node-1", edit(t, readFixture(t, "linux-node-1.out"), `"address":"66:ee:f4:61:98:50"`, `"address":"66:ee:f4:61:98:51"`))
 	bracket(f, f.Clock.Node.Add(time.Hour), 0)
 	fs, _ := Evaluate(f, calicoLab(t), nil, labExpect(), map[string]bool{"HC505": true})
-	expectExactly(t, fs, want{"HC505", checks.Error, []string{"1h0m0s behind"}})
+	expectExactly(t, fs, want{"HC505", finding.Error, []string{"1h0m0s behind"}})
 	// Without the cluster's view the two checks that need it are skipped as
 	// incomplete; the others still run.
 	fs, sk := Evaluate(f, nil, ErrNoAPI, labExpect(), nil)
-	expectExactly(t, fs, want{"HC505", checks.Error, []string{"1h0m0s behind"}})
+	expectExactly(t, fs, want{"HC505", finding.Error, []string{"1h0m0s behind"}})
 	if len(sk) != 2 || sk[0].Check != "HC507" || sk[1].Check != "HC508" || !sk[0].Incomplete || !strings.Contains(sk[1].Reason, ErrNoAPI.Error()) {
 		t.Errorf("skipped: %+v", sk)
 	}

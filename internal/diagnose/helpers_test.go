@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/testenv"
 )
 
@@ -106,7 +107,7 @@ func parseWindowsT(t testing.TB, node, out string) *Facts {
 // message or evidence.
 type want struct {
 	check string
-	sev   checks.Severity
+	sev   finding.Severity
 	has   []string
 }
 

@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/testenv"
 )
 
@@ -58,7 +59,7 @@ func TestLoadClusterLive(t *testing.T) {
 	w := parseWindowsT(t, "k8s-lab-win-1", edit(t, readFixture(t, "windows-win-1.json"),
 		`"DistributedRouterMacAddress":"66-ee-f4-61-98-50"`, `"DistributedRouterMacAddress":"66-ee-f4-61-98-51"`))
 	fs, _ := Evaluate(w, cl, nil, labExpect(), map[string]bool{"HC508": true})
-	expectExactly(t, fs, want{"HC508", checks.Error, []string{"has MAC 66:ee:f4:61:98:51, but k8s-lab-node-1's VTEP MAC is 66:ee:f4:61:98:50"}})
+	expectExactly(t, fs, want{"HC508", finding.Error, []string{"has MAC 66:ee:f4:61:98:51, but k8s-lab-node-1's VTEP MAC is 66:ee:f4:61:98:50"}})
 
 	for _, a := range affs {
 		if err := res.Delete(ctx, a.Name, metav1.DeleteOptions{}); err != nil {

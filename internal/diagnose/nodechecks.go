@@ -8,7 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hybridctl/hybridctl/internal/checks"
+	"github.com/hybridctl/hybridctl/internal/finding"
+
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
@@ -49,7 +50,7 @@ func checkServices(c *Ctx) {
 		}
 		switch {
 		case !s.Found:
-			c.Report(checks.Error, fmt.Sprintf("%s is not installed as a service on %s", name, f.Node),
+			c.Report(finding.Error, fmt.Sprintf("%s is not installed as a service on %s", name, f.Node),
 				"run the node's preparation again (hybridctl apply, or the rendered prepare script)", ev...)
 		case !s.Running:
 			msg := fmt.Sprintf("%s is not running on %s (%s)", name, f.Node, s.State)
@@ -59,12 +60,12 @@ func checkServices(c *Ctx) {
 			if len(ev) > 0 {
 				msg += fmt.Sprintf("; the Service Control Manager logged %d failure(s) in the last 24 h", len(ev))
 			}
-			c.Report(checks.Error, msg, startFix(f.OS, name), append([]string{"state: " + s.State + ", start type: " + s.StartType}, ev...)...)
+			c.Report(finding.Error, msg, startFix(f.OS, name), append([]string{"state: " + s.State + ", start type: " + s.StartType}, ev...)...)
 		case !startsAtBoot(f.OS, s.StartType):
-			c.Report(checks.Warning, fmt.Sprintf("%s runs but does not start at boot on %s (start type %s)", name, f.Node, s.StartType),
+			c.Report(finding.Warning, fmt.Sprintf("%s runs but does not start at boot on %s (start type %s)", name, f.Node, s.StartType),
 				enableFix(f.OS, name))
 		case len(ev) > 0:
-			c.Report(checks.Warning, fmt.Sprintf("%s runs, but the Service Control Manager logged %d failure(s) of it in the last 24 h on %s", name, len(ev), f.Node),
+			c.Report(finding.Warning, fmt.Sprintf("%s runs, but the Service Control Manager logged %d failure(s) of it in the last 24 h on %s", name, len(ev), f.Node),
 				"read the events (Get-WinEvent -FilterHashtable @{LogName='System'; ProviderName='Service Control Manager'}) and the service's own log", ev...)
 		}
 	}
@@ -75,10 +76,10 @@ func checkServices(c *Ctx) {
 		s := f.Services[name]
 		switch {
 		case !s.Found:
-			c.Report(checks.Error, fmt.Sprintf("the %s service does not exist on %s: the Containers feature is not installed", name, f.Node),
+			c.Report(finding.Error, fmt.Sprintf("the %s service does not exist on %s: the Containers feature is not installed", name, f.Node),
 				"Install-WindowsFeature -Name Containers, then restart the node")
 		case strings.EqualFold(s.StartType, "Disabled"):
-			c.Report(checks.Error, fmt.Sprintf("%s is Disabled on %s: containerd and the CNI plugin start it on demand", name, f.Node),
+			c.Report(finding.Error, fmt.Sprintf("%s is Disabled on %s: containerd and the CNI plugin start it on demand", name, f.Node),
 				fmt.Sprintf("Set-Service -Name %s -StartupType Manual", name))
 		}
 	}
@@ -120,12 +121,12 @@ func checkCRI(c *Ctx) {
 		if s, ok := f.Services["containerd"]; ok && s.Found && !s.Running {
 			msg += " (the containerd service is " + s.State + ")"
 		}
-		c.Report(checks.Error, msg, "", lines(f.CRI.Detail)...)
+		c.Report(finding.Error, msg, "", lines(f.CRI.Detail)...)
 		return
 	}
 	for _, cond := range f.CRIConditions {
 		if cond.Type == "RuntimeReady" && !cond.Status {
-			c.Report(checks.Error, fmt.Sprintf("containerd answers on %s but reports RuntimeReady=false: %s %s", f.Node, cond.Reason, cond.Message), "")
+			c.Report(finding.Error, fmt.Sprintf("containerd answers on %s but reports RuntimeReady=false: %s %s", f.Node, cond.Reason, cond.Message), "")
 		}
 	}
 }
@@ -190,7 +191,7 @@ func checkKubeletLog(c *Ctx) {
 			continue
 		}
 		last := hits[len(hits)-1]
-		c.Report(checks.Warning, fmt.Sprintf("the kubelet's log on %s shows %s: %d line(s) in the last %s", f.Node, cause.name, len(hits), RecentLog),
+		c.Report(finding.Warning, fmt.Sprintf("the kubelet's log on %s shows %s: %d line(s) in the last %s", f.Node, cause.name, len(hits), RecentLog),
 			cause.fix, fmt.Sprintf("%s (%s): %s", f.KubeletLogSource, last.Time.Format(time.RFC3339), oneLine(last.Text, 300)))
 	}
 }
@@ -203,7 +204,7 @@ func checkAPI(c *Ctx) {
 		return
 	}
 	if !f.API.OK {
-		c.Report(checks.Error, fmt.Sprintf("%s cannot open a TCP connection to the API at %s: %s", f.Node, target, oneLine(f.API.Detail, 300)), "", lines(f.API.Detail)...)
+		c.Report(finding.Error, fmt.Sprintf("%s cannot open a TCP connection to the API at %s: %s", f.Node, target, oneLine(f.API.Detail, 300)), "", lines(f.API.Detail)...)
 	}
 }
 
@@ -231,9 +232,9 @@ func checkClock(c *Ctx) {
 	msg := fmt.Sprintf("the clock of %s is %s %s this machine's", f.Node, skew.Abs().Round(time.Second), dir)
 	switch {
 	case certain > SkewError:
-		c.Report(checks.Error, msg+fmt.Sprintf(", beyond the %s by which certificates are backdated: x509 errors follow (if every node shows the same, this machine's clock is the one off)", SkewError), timeFix(f.OS), ev...)
+		c.Report(finding.Error, msg+fmt.Sprintf(", beyond the %s by which certificates are backdated: x509 errors follow (if every node shows the same, this machine's clock is the one off)", SkewError), timeFix(f.OS), ev...)
 	case certain > SkewWarning:
-		c.Report(checks.Warning, msg+fmt.Sprintf(": more than %s; time synchronisation is not working (at %s certificates fail)", SkewWarning, SkewError), timeFix(f.OS), ev...)
+		c.Report(finding.Warning, msg+fmt.Sprintf(": more than %s; time synchronisation is not working (at %s certificates fail)", SkewWarning, SkewError), timeFix(f.OS), ev...)
 	}
 }
 
@@ -253,19 +254,19 @@ func checkCNI(c *Ctx) {
 		}
 	}
 	if f.CNIError != "" {
-		c.Report(checks.Error, fmt.Sprintf("no CNI configuration on %s: %s", f.Node, oneLine(f.CNIError, 200)), "", ev...)
+		c.Report(finding.Error, fmt.Sprintf("no CNI configuration on %s: %s", f.Node, oneLine(f.CNIError, 200)), "", ev...)
 		return
 	}
 	var valid []CNIFile
 	for _, cf := range f.CNIFiles {
 		if !cf.Valid {
-			c.Report(checks.Error, fmt.Sprintf("%s on %s is not a valid CNI configuration: %s", cf.Name, f.Node, cf.Problem), "fix or remove the file; the runtime may pick it")
+			c.Report(finding.Error, fmt.Sprintf("%s on %s is not a valid CNI configuration: %s", cf.Name, f.Node, cf.Problem), "fix or remove the file; the runtime may pick it")
 			continue
 		}
 		valid = append(valid, cf)
 	}
 	if len(valid) == 0 {
-		c.Report(checks.Error, fmt.Sprintf("no CNI configuration in %s on %s: the runtime reports NetworkPluginNotReady (cni plugin not initialized)", f.CNIDir, f.Node), "", ev...)
+		c.Report(finding.Error, fmt.Sprintf("no CNI configuration in %s on %s: the runtime reports NetworkPluginNotReady (cni plugin not initialized)", f.CNIDir, f.Node), "", ev...)
 		return
 	}
 	sort.Slice(valid, func(i, j int) bool { return valid[i].Name < valid[j].Name })
@@ -287,7 +288,7 @@ func checkCNI(c *Ctx) {
 			return
 		}
 	}
-	c.Report(checks.Warning, fmt.Sprintf("the first CNI configuration on %s, %s (network %q, plugins %s), is not the cluster's %s network: the runtime uses the first one", f.Node, first.Name, first.NetworkName, strings.Join(first.Types, ", "), want),
+	c.Report(finding.Warning, fmt.Sprintf("the first CNI configuration on %s, %s (network %q, plugins %s), is not the cluster's %s network: the runtime uses the first one", f.Node, first.Name, first.NetworkName, strings.Join(first.Types, ", "), want),
 		"remove the leftover configuration from "+f.CNIDir)
 }
 

@@ -5,7 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/hybridctl/hybridctl/internal/checks"
+	"github.com/hybridctl/hybridctl/internal/finding"
+
 	"github.com/hybridctl/hybridctl/internal/redact"
 	"github.com/hybridctl/hybridctl/internal/report"
 	"github.com/hybridctl/hybridctl/internal/termtext"
@@ -25,7 +26,7 @@ type Summary struct {
 // Summarize counts r.
 func Summarize(r *Result) Summary {
 	s := Summary{Checks: r.Ran, Skipped: len(r.Skipped), Nodes: len(r.Nodes), Unreachable: len(r.Unreached())}
-	s.Errors, s.Warnings, s.Info = checks.CountSeverities(r.Findings, func(f Finding) checks.Severity { return f.Severity })
+	s.Errors, s.Warnings, s.Info = finding.Count(r.Findings, func(f Finding) finding.Severity { return f.Severity })
 	return s
 }
 
@@ -41,15 +42,15 @@ type object struct {
 // node and evidence on each finding, node on each skipped check, and the
 // nodes (with the error of those not reached).
 func WriteJSON(w io.Writer, r *Result) error {
-	type finding struct {
-		Check    string          `json:"check"`
-		Name     string          `json:"name"`
-		Severity checks.Severity `json:"severity"`
-		Node     string          `json:"node"`
-		Object   object          `json:"object"`
-		Message  string          `json:"message"`
-		Fix      string          `json:"fix"`
-		Evidence []string        `json:"evidence"`
+	type jsonFinding struct {
+		Check    string           `json:"check"`
+		Name     string           `json:"name"`
+		Severity finding.Severity `json:"severity"`
+		Node     string           `json:"node"`
+		Object   object           `json:"object"`
+		Message  string           `json:"message"`
+		Fix      string           `json:"fix"`
+		Evidence []string         `json:"evidence"`
 	}
 	type skipped struct {
 		Check  string `json:"check"`
@@ -58,12 +59,12 @@ func WriteJSON(w io.Writer, r *Result) error {
 		Reason string `json:"reason"`
 	}
 	out := struct {
-		Findings []finding    `json:"findings"`
-		Skipped  []skipped    `json:"skipped"`
-		Nodes    []NodeResult `json:"nodes"`
-		Overlay  string       `json:"overlay,omitempty"`
-		Summary  Summary      `json:"summary"`
-	}{Findings: []finding{}, Skipped: []skipped{}, Nodes: r.Nodes, Overlay: r.Source, Summary: Summarize(r)}
+		Findings []jsonFinding `json:"findings"`
+		Skipped  []skipped     `json:"skipped"`
+		Nodes    []NodeResult  `json:"nodes"`
+		Overlay  string        `json:"overlay,omitempty"`
+		Summary  Summary       `json:"summary"`
+	}{Findings: []jsonFinding{}, Skipped: []skipped{}, Nodes: r.Nodes, Overlay: r.Source, Summary: Summarize(r)}
 	if out.Nodes == nil {
 		out.Nodes = []NodeResult{}
 	}
@@ -72,7 +73,7 @@ func WriteJSON(w io.Writer, r *Result) error {
 		for _, e := range f.Evidence {
 			ev = append(ev, redact.String(e))
 		}
-		out.Findings = append(out.Findings, finding{Check: f.Check, Name: f.Name, Severity: f.Severity, Node: f.Node,
+		out.Findings = append(out.Findings, jsonFinding{Check: f.Check, Name: f.Name, Severity: f.Severity, Node: f.Node,
 			Object: object{APIVersion: "v1", Kind: "Node", Name: f.Node}, Message: redact.String(f.Message), Fix: f.Fix, Evidence: ev})
 	}
 	for _, s := range r.Skipped {
@@ -86,7 +87,7 @@ func WriteJSON(w io.Writer, r *Result) error {
 // reached.
 func WriteTable(w io.Writer, r *Result) error {
 	var b strings.Builder
-	for _, sev := range []checks.Severity{checks.Error, checks.Warning, checks.Info} {
+	for _, sev := range finding.Severities() {
 		var fs []Finding
 		for _, f := range r.Findings {
 			if f.Severity == sev {

@@ -18,8 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
+
 	"github.com/hybridctl/hybridctl/internal/atomicfile"
-	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
@@ -190,7 +191,7 @@ func linuxGather(t *testing.T, c *transport.Client, dir string, n int, probeAPI 
 			t.Fatalf("the API host %q ran a command on the node", host)
 		}
 		fs, _ := Evaluate(f, calicoLab(t), nil, x, map[string]bool{"HC504": true})
-		expectExactly(t, fs, want{"HC504", checks.Error, []string{"cannot open a TCP connection to the API at " + net.JoinHostPort(host, strconv.Itoa(port))}})
+		expectExactly(t, fs, want{"HC504", finding.Error, []string{"cannot open a TCP connection to the API at " + net.JoinHostPort(host, strconv.Itoa(port))}})
 	}
 	x.APIHost = "127.0.0.1\ntouch " + marker
 	if _, err := Gather(ctxT(t), c, "k8s-lab-node-1", x); err == nil || !strings.Contains(err.Error(), "line break") {

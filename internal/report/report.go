@@ -3,7 +3,6 @@
 package report
 
 import (
-	"encoding/xml"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/hybridctl/hybridctl/internal/checks"
+	"github.com/hybridctl/hybridctl/internal/finding"
 	"github.com/hybridctl/hybridctl/internal/snapshot"
 	"github.com/hybridctl/hybridctl/internal/termcolor"
 	"github.com/hybridctl/hybridctl/internal/termtext"
@@ -47,13 +47,13 @@ type Summary struct {
 func Summarize(r *checks.Result, objects int) Summary {
 	s := Summary{Checks: len(r.Ran) - len(r.Skipped), Skipped: len(r.Skipped), Suppressed: r.Suppressed, Objects: objects}
 	for _, d := range r.Diagnostics {
-		if d.Severity == snapshot.DiagError {
+		if d.Severity == finding.Error {
 			s.InputErrors++
 		} else {
 			s.InputWarnings++
 		}
 	}
-	s.Errors, s.Warnings, s.Info = checks.CountSeverities(r.Findings, func(f checks.Finding) checks.Severity { return f.Severity })
+	s.Errors, s.Warnings, s.Info = finding.Count(r.Findings, func(f checks.Finding) finding.Severity { return f.Severity })
 	return s
 }
 
@@ -75,7 +75,7 @@ func Write(w io.Writer, format, tool string, r *checks.Result, objects int) erro
 
 // JSON writes {"findings":[...],"skipped":[...],"summary":{...}}.
 func JSON(w io.Writer, r *checks.Result, objects int) error {
-	type finding struct {
+	type jsonFinding struct {
 		Check    string      `json:"check"`
 		Name     string      `json:"name"`
 		Severity string      `json:"severity"`
@@ -87,11 +87,11 @@ func JSON(w io.Writer, r *checks.Result, objects int) error {
 		Template string      `json:"template,omitempty"`
 	}
 	out := struct {
-		Findings    []finding             `json:"findings"`
+		Findings    []jsonFinding         `json:"findings"`
 		Skipped     []checks.Skipped      `json:"skipped"`
 		Diagnostics []snapshot.Diagnostic `json:"diagnostics"`
 		Summary     Summary               `json:"summary"`
-	}{Findings: []finding{}, Skipped: r.Skipped, Diagnostics: r.Diagnostics, Summary: Summarize(r, objects)}
+	}{Findings: []jsonFinding{}, Skipped: r.Skipped, Diagnostics: r.Diagnostics, Summary: Summarize(r, objects)}
 	if out.Diagnostics == nil {
 		out.Diagnostics = []snapshot.Diagnostic{}
 	}
@@ -99,7 +99,7 @@ func JSON(w io.Writer, r *checks.Result, objects int) error {
 		out.Skipped = []checks.Skipped{}
 	}
 	for _, f := range r.Findings {
-		out.Findings = append(out.Findings, finding{Check: f.Check, Name: f.Name, Severity: string(f.Severity), Object: f.Object,
+		out.Findings = append(out.Findings, jsonFinding{Check: f.Check, Name: f.Name, Severity: string(f.Severity), Object: f.Object,
 			Message: f.Message, Fix: f.Fix, File: f.Source.File, Line: f.Source.Line, Template: f.Source.Template})
 	}
 	return termtext.EncodeJSON(w, out)
@@ -126,7 +126,7 @@ func TableColor(w io.Writer, r *checks.Result, objects int, pal termcolor.Palett
 		}
 		bw.printf("\n")
 	}
-	for _, sev := range []checks.Severity{checks.Error, checks.Warning, checks.Info} {
+	for _, sev := range finding.Severities() {
 		var fs []checks.Finding
 		for _, f := range r.Findings {
 			if f.Severity == sev {
@@ -267,7 +267,7 @@ func SARIF(w io.Writer, tool string, r *checks.Result) error {
 			text += " Fix: " + d.Fix
 		}
 		lvl := "warning"
-		if d.Severity == snapshot.DiagError {
+		if d.Severity == finding.Error {
 			lvl = "error"
 		}
 		results = append(results, result{RuleID: InputRuleID, RuleIndex: index[InputRuleID], Level: lvl, Message: msg{text}, Locations: []location{loc}})
@@ -302,11 +302,11 @@ func SARIF(w io.Writer, tool string, r *checks.Result) error {
 	return termtext.EncodeJSON(w, log)
 }
 
-func level(s checks.Severity) string {
+func level(s finding.Severity) string {
 	switch s {
-	case checks.Error:
+	case finding.Error:
 		return "error"
-	case checks.Warning:
+	case finding.Warning:
 		return "warning"
 	}
 	return "note"
@@ -315,29 +315,7 @@ func level(s checks.Severity) string {
 // JUnit writes one testsuite with a testcase per check and object: a check
 // without findings is one passing case, a skipped check a skipped case.
 func JUnit(w io.Writer, tool string, r *checks.Result) error {
-	type failure struct {
-		Message string `xml:"message,attr"`
-		Type    string `xml:"type,attr"`
-		Text    string `xml:",chardata"`
-	}
-	type skipped struct {
-		Message string `xml:"message,attr"`
-	}
-	type testcase struct {
-		Name      string   `xml:"name,attr"`
-		Classname string   `xml:"classname,attr"`
-		Failure   *failure `xml:"failure,omitempty"`
-		Skipped   *skipped `xml:"skipped,omitempty"`
-	}
-	type suite struct {
-		XMLName  xml.Name   `xml:"testsuite"`
-		Name     string     `xml:"name,attr"`
-		Tests    int        `xml:"tests,attr"`
-		Failures int        `xml:"failures,attr"`
-		Skipped  int        `xml:"skipped,attr"`
-		Cases    []testcase `xml:"testcase"`
-	}
-	s := suite{Name: "hybridctl " + tool}
+	s := finding.JUnitSuite{Name: "hybridctl " + tool}
 	byCheck := map[string][]checks.Finding{}
 	for _, f := range r.Findings {
 		byCheck[f.Check] = append(byCheck[f.Check], f)
@@ -351,9 +329,8 @@ func JUnit(w io.Writer, tool string, r *checks.Result) error {
 		if d.Fix != "" {
 			text = "fix: " + d.Fix
 		}
-		s.Cases = append(s.Cases, testcase{Name: fmt.Sprintf("%s:%d", termtext.Line(d.File), d.Line), Classname: InputRuleID + " " + InputRuleName,
-			Failure: &failure{Message: termtext.Line(d.Message), Type: d.Severity, Text: termtext.Text(text)}})
-		s.Failures++
+		s.Add(finding.JUnitCase{Name: fmt.Sprintf("%s:%d", d.File, d.Line), Classname: InputRuleID + " " + InputRuleName,
+			Failure: &finding.JUnitFailure{Message: d.Message, Type: string(d.Severity), Text: text}})
 	}
 	docs := append([]checks.Doc(nil), r.Ran...)
 	sort.SliceStable(docs, func(i, j int) bool { return docs[i].ID < docs[j].ID })
@@ -361,24 +338,19 @@ func JUnit(w io.Writer, tool string, r *checks.Result) error {
 		cls := d.ID + " " + d.Name
 		switch {
 		case skippedBy[d.ID] != "":
-			s.Cases = append(s.Cases, testcase{Name: d.Title, Classname: cls, Skipped: &skipped{Message: termtext.Line(skippedBy[d.ID])}})
-			s.Skipped++
+			s.Add(finding.JUnitCase{Name: d.Title, Classname: cls, Skipped: &finding.JUnitSkipped{Message: skippedBy[d.ID]}})
 		case len(byCheck[d.ID]) == 0:
-			s.Cases = append(s.Cases, testcase{Name: d.Title, Classname: cls})
+			s.Add(finding.JUnitCase{Name: d.Title, Classname: cls})
 		default:
 			for _, f := range byCheck[d.ID] {
 				name := f.Object.Kind + " " + qualified(f.Object.Namespace, f.Object.Name)
 				if f.Source.File != "" {
 					name = fmt.Sprintf("%s (%s:%d)", name, f.Source.File, f.Source.Line)
 				}
-				// XML cannot hold most control characters (encoding/xml
-				// writes U+FFFD for them): escaped first, they stay readable.
-				s.Cases = append(s.Cases, testcase{Name: termtext.Line(name), Classname: cls,
-					Failure: &failure{Message: termtext.Line(f.Message), Type: string(f.Severity), Text: termtext.Text("fix: " + f.Fix)}})
-				s.Failures++
+				s.Add(finding.JUnitCase{Name: name, Classname: cls,
+					Failure: &finding.JUnitFailure{Message: f.Message, Type: string(f.Severity), Text: "fix: " + f.Fix}})
 			}
 		}
 	}
-	s.Tests = len(s.Cases)
-	return termtext.EncodeXML(w, s)
+	return finding.WriteJUnit(w, s)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
+
 	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/snapshot"
 	"github.com/hybridctl/hybridctl/internal/termcolor"
@@ -17,24 +19,24 @@ import (
 // sample is a result with one finding of each severity (one from a
 // manifest at line 0, one live), a skipped check and a clean check.
 func sample() *checks.Result {
-	doc := func(id, name string, sev checks.Severity) checks.Doc {
+	doc := func(id, name string, sev finding.Severity) checks.Doc {
 		return checks.Doc{ID: id, Name: name, Severity: sev, Title: name + " title", Why: "why " + id, Fix: "fix " + id, Guide: "guide " + id}
 	}
 	return &checks.Result{
 		Ran: []checks.Doc{
-			doc("HC201", "two", checks.Warning),
-			doc("HC101", "one", checks.Error),
-			doc("HC301", "three", checks.Info),
-			doc("HC401", "clean", checks.Error),
-			doc("HC402", "skipped", checks.Warning),
+			doc("HC201", "two", finding.Warning),
+			doc("HC101", "one", finding.Error),
+			doc("HC301", "three", finding.Info),
+			doc("HC401", "clean", finding.Error),
+			doc("HC402", "skipped", finding.Warning),
 		},
 		Findings: []checks.Finding{
-			{Check: "HC101", Name: "one", Severity: checks.Error, Message: "m1", Fix: "f1",
+			{Check: "HC101", Name: "one", Severity: finding.Error, Message: "m1", Fix: "f1",
 				Object: snapshot.Ref{APIVersion: "apps/v1", Kind: "DaemonSet", Namespace: "kube-system", Name: "ds"},
 				Source: snapshot.Source{File: "dir/a.yaml", Line: 0, Template: "chart/templates/ds.yaml"}},
-			{Check: "HC201", Name: "two", Severity: checks.Warning, Message: "m2", Fix: "f2",
+			{Check: "HC201", Name: "two", Severity: finding.Warning, Message: "m2", Fix: "f2",
 				Object: snapshot.Ref{APIVersion: "v1", Kind: "Node", Name: "win-1"}},
-			{Check: "HC301", Name: "three", Severity: checks.Info, Message: "m3", Fix: "f3",
+			{Check: "HC301", Name: "three", Severity: finding.Info, Message: "m3", Fix: "f3",
 				Object: snapshot.Ref{APIVersion: "v1", Kind: "Pod", Namespace: "demo", Name: "p"},
 				Source: snapshot.Source{File: "b.yaml", Line: 7}},
 		},
@@ -47,8 +49,8 @@ func sample() *checks.Result {
 // that is not a Kubernetes object.
 func withInput(r *checks.Result) *checks.Result {
 	r.Diagnostics = []snapshot.Diagnostic{
-		{Severity: snapshot.DiagError, File: "broken.yaml", Line: 3, Message: "cannot parse"},
-		{Severity: snapshot.DiagWarning, File: "kustomization.yaml", Line: 1, Message: "not a Kubernetes object", Fix: "kustomize build"},
+		{Severity: finding.Error, File: "broken.yaml", Line: 3, Message: "cannot parse"},
+		{Severity: finding.Warning, File: "kustomization.yaml", Line: 1, Message: "not a Kubernetes object", Fix: "kustomize build"},
 	}
 	return r
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
 	"github.com/hybridctl/hybridctl/internal/manifest"
 )
 
@@ -26,22 +27,16 @@ const Stdin = "-"
 // skips it and goes on with the next.
 const MaxDocument = 32 << 20
 
-// Diagnostic severities.
-const (
-	DiagError   = "error"
-	DiagWarning = "warning"
-)
-
 // Diagnostic is a problem with the input itself, not with an object: a
 // document that cannot be read (error) or that is not a Kubernetes object,
 // such as a kustomization.yaml (warning). It never hides the findings of
 // the other objects.
 type Diagnostic struct {
-	Severity string `json:"severity"`
-	File     string `json:"file"`
-	Line     int    `json:"line"`
-	Message  string `json:"message"`
-	Fix      string `json:"fix,omitempty"`
+	Severity finding.Severity `json:"severity"`
+	File     string           `json:"file"`
+	Line     int              `json:"line"`
+	Message  string           `json:"message"`
+	Fix      string           `json:"fix,omitempty"`
 
 	order int // the document's place in the input, for a stable order
 }
@@ -136,7 +131,7 @@ func (o FileOptions) Load(ctx context.Context, paths []string, stdin io.Reader) 
 	if len(s.ClusterConfigs) > 1 {
 		first := s.ClusterConfigs[0].Source
 		for _, cc := range s.ClusterConfigs[1:] {
-			s.Diagnostics = append(s.Diagnostics, Diagnostic{Severity: DiagWarning, File: cc.Source.File, Line: cc.Source.Line,
+			s.Diagnostics = append(s.Diagnostics, Diagnostic{Severity: finding.Warning, File: cc.Source.File, Line: cc.Source.Line,
 				Message: fmt.Sprintf("another kubeadm ClusterConfiguration; the checks use the first one, at %s:%d", first.File, first.Line),
 				Fix:     "lint one cluster's configuration at a time", order: cc.Source.order})
 		}
@@ -383,7 +378,7 @@ func firstByte(br *bufio.Reader) (byte, error) {
 
 // tooLarge is the diagnostic for a document over the cap.
 func tooLarge(file string, line, max int) *Diagnostic {
-	return &Diagnostic{Severity: DiagError, File: file, Line: line,
+	return &Diagnostic{Severity: finding.Error, File: file, Line: line,
 		Message: fmt.Sprintf("document is larger than %s, the most lint reads in one document; it was skipped", sizeString(max)),
 		Fix:     "split it into several documents (--- lines); the items of a List are read one by one"}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
 	"github.com/hybridctl/hybridctl/internal/manifest"
 )
 
@@ -17,7 +18,7 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // decode turns one document into objects or a diagnostic. It runs on the
 // workers, so it only adds to the snapshot under its lock.
 func (p *pipeline) decode(d doc) {
-	diag := func(sev string, line int, msg, fix string) {
+	diag := func(sev finding.Severity, line int, msg, fix string) {
 		p.s.addDiagnostic(Diagnostic{Severity: sev, File: d.file, Line: line, Message: msg, Fix: fix, order: d.order})
 	}
 	if d.diag != nil {
@@ -52,7 +53,7 @@ func (p *pipeline) decode(d doc) {
 				line, msg = d.fileLine(n), m[2]
 			}
 			msg = strings.TrimPrefix(msg, "yaml: ")
-			diag(DiagError, line, "cannot read this YAML document: "+msg, "")
+			diag(finding.Error, line, "cannot read this YAML document: "+msg, "")
 			return
 		}
 		data, top = j, meta
@@ -82,7 +83,7 @@ func (p *pipeline) decode(d doc) {
 		Items      []json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
-		diag(DiagError, d.line, fieldError(err).Error(), "")
+		diag(finding.Error, d.line, fieldError(err).Error(), "")
 		return
 	}
 	if head.Kind == "List" || (strings.HasSuffix(head.Kind, "List") && head.Items != nil) {
@@ -97,7 +98,7 @@ func (p *pipeline) decode(d doc) {
 // object adds one object (a document, or an item of a List held in one
 // document). apiVersion and kind are read from data when empty.
 func (p *pipeline) object(d doc, data []byte, where, apiVersion, kind string) {
-	diag := func(sev, msg, fix string) {
+	diag := func(sev finding.Severity, msg, fix string) {
 		p.s.addDiagnostic(Diagnostic{Severity: sev, File: d.file, Line: d.line, Message: where + msg, Fix: fix, order: d.order})
 	}
 	if apiVersion == "" && kind == "" {
@@ -106,18 +107,18 @@ func (p *pipeline) object(d doc, data []byte, where, apiVersion, kind string) {
 			Kind       string `json:"kind"`
 		}
 		if err := json.Unmarshal(data, &tm); err != nil {
-			diag(DiagError, "not a Kubernetes object: "+fieldError(err).Error(), "")
+			diag(finding.Error, "not a Kubernetes object: "+fieldError(err).Error(), "")
 			return
 		}
 		apiVersion, kind = tm.APIVersion, tm.Kind
 	}
 	switch {
 	case isKustomize(d.file, apiVersion, data):
-		diag(DiagWarning, "a kustomization, not a Kubernetes object: lint does not build it, so what it generates or patches is not checked",
+		diag(finding.Warning, "a kustomization, not a Kubernetes object: lint does not build it, so what it generates or patches is not checked",
 			"lint what kustomize builds: kustomize build "+kustomizeDir(d.file)+" | hybridctl lint -")
 		return
 	case apiVersion == "" && kind == "":
-		diag(DiagWarning, "not a Kubernetes object (no apiVersion or kind); it was not checked",
+		diag(finding.Warning, "not a Kubernetes object (no apiVersion or kind); it was not checked",
 			"leave this file out of lint's paths, or give the object its apiVersion and kind")
 		return
 	case apiVersion == "" || kind == "":
@@ -125,18 +126,18 @@ func (p *pipeline) object(d doc, data []byte, where, apiVersion, kind string) {
 		if apiVersion == "" {
 			missing = "apiVersion"
 		}
-		diag(DiagError, fmt.Sprintf("%s %s has no %s; it was not checked", orUnknown(kind), nameOf(data), missing),
+		diag(finding.Error, fmt.Sprintf("%s %s has no %s; it was not checked", orUnknown(kind), nameOf(data), missing),
 			"add "+missing+" (kubectl refuses the object without it)")
 		return
 	}
 	if err := p.s.AddKind(KindOf(apiVersion, kind), apiVersion, kind, data, Source{File: d.file, Line: d.line, Template: d.template, order: d.order}); err != nil {
-		diag(DiagError, fmt.Sprintf("%s %s: %v", kind, nameOf(data), err), "")
+		diag(finding.Error, fmt.Sprintf("%s %s: %v", kind, nameOf(data), err), "")
 	}
 }
 
 // notObject is the warning for a document that is not a mapping.
 func notObject(file string, line int, what string) *Diagnostic {
-	return &Diagnostic{Severity: DiagWarning, File: file, Line: line,
+	return &Diagnostic{Severity: finding.Warning, File: file, Line: line,
 		Message: "not a Kubernetes object (" + what + ", not a mapping with apiVersion and kind); it was not checked",
 		Fix:     "leave this file out of lint's paths"}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
 	"github.com/hybridctl/hybridctl/internal/manifest"
 )
 
@@ -106,7 +107,7 @@ func (p *pipeline) readJSON(ctx context.Context, file string, r io.Reader) error
 		err = errors.New("unexpected end of JSON input (a truncated file?)")
 	}
 	return c.p.send(c.ctx, doc{file: file, line: line, json: true,
-		diag: &Diagnostic{Severity: DiagError, File: file, Line: line, Message: err.Error()}})
+		diag: &Diagnostic{Severity: finding.Error, File: file, Line: line, Message: err.Error()}})
 }
 
 // decodeRaw decodes the next value whole, within the cap. A syntax

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
 	"github.com/hybridctl/hybridctl/internal/manifest"
 )
 
@@ -110,7 +111,7 @@ func TestLoadParallelManyFiles(t *testing.T) {
 		msg  string
 	}{{"pods-04.yaml", wrongType, "field metadata.name: cannot use number"}, {"pods-07.yaml", badLine, "cannot read this YAML document"}} {
 		d := four.Diagnostics[i]
-		if filepath.Base(d.File) != want.file || d.Line != want.line || d.Severity != DiagError || !strings.Contains(d.Message, want.msg) {
+		if filepath.Base(d.File) != want.file || d.Line != want.line || d.Severity != finding.Error || !strings.Contains(d.Message, want.msg) {
 			t.Errorf("diagnostic %d: %s, want %s:%d: %s", i, d, want.file, want.line, want.msg)
 		}
 	}

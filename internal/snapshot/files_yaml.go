@@ -8,6 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
 	"github.com/hybridctl/hybridctl/internal/manifest"
 )
 
@@ -31,7 +32,7 @@ func (p *pipeline) readYAML(ctx context.Context, file string, br *bufio.Reader) 
 				var ae *manifest.AliasError
 				if err := p.aliases.Charge(&n); errors.As(err, &ae) {
 					line := md.Lines.Line(max(ae.Line, 1))
-					return p.send(ctx, doc{file: file, line: line, diag: &Diagnostic{Severity: DiagError, File: file, Line: line,
+					return p.send(ctx, doc{file: file, line: line, diag: &Diagnostic{Severity: finding.Error, File: file, Line: line,
 						Message: fmt.Sprintf("cannot read this YAML document (document %d of the file): %s", md.Number, ae.Reason()),
 						Fix:     aliasFix(ae)}})
 				}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
+
 	"gopkg.in/yaml.v3"
 )
 
@@ -101,7 +103,7 @@ type boundary struct {
 	name  string
 	edits map[string]any
 	rule  string
-	sev   Severity
+	sev   finding.Severity
 	path  string
 	msg   []string
 }
@@ -148,7 +150,7 @@ func winFirst() []any {
 // boundaryCases are both sides of every numeric and length limit of
 // Rules(). TestSchemaAgreesWithRules runs them through the JSON Schema too.
 func boundaryCases() []boundary {
-	E, W := SeverityError, SeverityWarning
+	E, W := finding.Error, finding.Warning
 	winName := "spec.nodes[3].name"
 	single := []any{node("k8s-lab-master-1", "control-plane", "linux", "192.168.10.23")}
 	return []boundary{
@@ -437,7 +439,7 @@ func TestDiagnosticOrderAndFormat(t *testing.T) {
 	}{
 		{Diagnostic{File: "c.yaml", Line: 0, Path: "spec", Message: "m"}, "c.yaml: spec: m"},
 		{Diagnostic{File: "c.yaml", Line: 1, Path: "spec", Message: "m"}, "c.yaml:1: spec: m"},
-		{Diagnostic{File: "c.yaml", Line: 2, Severity: SeverityWarning, Message: "m", Rule: "S101", Name: "n"}, "c.yaml:2: warning: m [S101 n]"},
+		{Diagnostic{File: "c.yaml", Line: 2, Severity: finding.Warning, Message: "m", Rule: "S101", Name: "n"}, "c.yaml:2: warning: m [S101 n]"},
 	} {
 		if got := c.d.String(); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.d, got, c.want)

@@ -4,21 +4,14 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-)
 
-// Severity of a diagnostic.
-type Severity string
-
-// Severities.
-const (
-	SeverityError   Severity = "error"
-	SeverityWarning Severity = "warning"
+	"github.com/hybridctl/hybridctl/internal/finding"
 )
 
 // Diagnostic is one problem found in a spec, located by file, line and field
 // path.
 type Diagnostic struct {
-	Severity Severity `json:"severity"`
+	Severity finding.Severity `json:"severity"`
 	// Rule is the stable ID of the rule that found it (S101, ...); Name is
 	// its kebab-case name.
 	Rule    string `json:"check"`
@@ -43,7 +36,7 @@ func (d Diagnostic) String() string {
 		}
 		b.WriteString(" ")
 	}
-	if d.Severity == SeverityWarning {
+	if d.Severity == finding.Warning {
 		b.WriteString("warning: ")
 	}
 	if d.Path != "" {
@@ -61,12 +54,12 @@ func (d Diagnostic) String() string {
 type Diagnostics []Diagnostic
 
 // Errors returns the error-severity diagnostics.
-func (ds Diagnostics) Errors() Diagnostics { return ds.filter(SeverityError) }
+func (ds Diagnostics) Errors() Diagnostics { return ds.filter(finding.Error) }
 
 // Warnings returns the warning-severity diagnostics.
-func (ds Diagnostics) Warnings() Diagnostics { return ds.filter(SeverityWarning) }
+func (ds Diagnostics) Warnings() Diagnostics { return ds.filter(finding.Warning) }
 
-func (ds Diagnostics) filter(s Severity) Diagnostics {
+func (ds Diagnostics) filter(s finding.Severity) Diagnostics {
 	var out Diagnostics
 	for _, d := range ds {
 		if d.Severity == s {

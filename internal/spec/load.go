@@ -14,6 +14,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
+
 	"gopkg.in/yaml.v3"
 
 	"github.com/hybridctl/hybridctl/internal/suggest"
@@ -88,7 +90,7 @@ func Parse(file string, data []byte) *Result {
 	r := &Result{File: file, lines: lineIndex{}}
 	add := func(line int, path, msg string) {
 		r.Diagnostics = append(r.Diagnostics, Diagnostic{
-			Severity: SeverityError, Rule: ruleStructure.ID, Name: ruleStructure.Name,
+			Severity: finding.Error, Rule: ruleStructure.ID, Name: ruleStructure.Name,
 			File: file, Line: line, Path: path, Message: msg,
 		})
 	}
@@ -366,7 +368,7 @@ type walker struct {
 // and every other problem in the file is still found.
 func (w *walker) errorf(n *yaml.Node, path string, drop bool, format string, a ...any) {
 	w.diags = append(w.diags, Diagnostic{
-		Severity: SeverityError, Rule: ruleStructure.ID, Name: ruleStructure.Name,
+		Severity: finding.Error, Rule: ruleStructure.ID, Name: ruleStructure.Name,
 		File: w.file, Line: n.Line, Path: path, Message: fmt.Sprintf(format, a...),
 	})
 	if drop {

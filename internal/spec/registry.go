@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/hybridctl/hybridctl/internal/finding"
 )
 
 // Registry is a parsed images.registry: host[:port][/path].
@@ -214,7 +216,7 @@ func (r *Result) ReadRegistryCA(ctx context.Context, dir string) {
 	}
 	const path = "spec.images.registryCA"
 	for _, d := range r.Diagnostics {
-		if d.Path == path && d.Severity == SeverityError {
+		if d.Path == path && d.Severity == finding.Error {
 			return
 		}
 	}
@@ -231,7 +233,7 @@ func (r *Result) ReadRegistryCA(ctx context.Context, dir string) {
 			}
 		}
 		r.Diagnostics = append(r.Diagnostics, Diagnostic{
-			Severity: SeverityError, Rule: rule.ID, Name: rule.Name,
+			Severity: finding.Error, Rule: rule.ID, Name: rule.Name,
 			File: r.File, Line: r.Line(path), Path: path,
 			Message: fmt.Sprintf("%s: %v", name, err),
 		})

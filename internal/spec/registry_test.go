@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hybridctl/hybridctl/internal/finding"
 )
 
 // TestParseRegistry walks both sides of every limit of images.registry.
@@ -304,7 +306,7 @@ func TestRegistryCAOtherDiagnostics(t *testing.T) {
 				mine = append(mine, d)
 			}
 		}
-		if len(mine) != 1 || mine[0].Severity != SeverityError || !strings.Contains(mine[0].Message, "must be a file beside the spec") {
+		if len(mine) != 1 || mine[0].Severity != finding.Error || !strings.Contains(mine[0].Message, "must be a file beside the spec") {
 			t.Errorf("want one S701 error on registryCA, got:\n%s", diagText(r.Diagnostics))
 		}
 		if r.Cluster.Spec.Images.RegistryCAData != nil {

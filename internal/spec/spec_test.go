@@ -9,12 +9,14 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/hybridctl/hybridctl/internal/finding"
 )
 
 // want is one expected diagnostic, read from a fixture's "# want:" lines.
 type want struct {
 	line     int
-	severity Severity
+	severity finding.Severity
 	rule     string
 	path     string
 }
@@ -35,7 +37,7 @@ func readWants(t *testing.T, data []byte) []want {
 		if _, err := fmt.Sscanf(rest, "%d %s %s %s", &w.line, &sev, &w.rule, &w.path); err != nil {
 			t.Fatalf("bad want line %q: %v", rest, err)
 		}
-		w.severity = Severity(sev)
+		w.severity = finding.Severity(sev)
 		ws = append(ws, w)
 	}
 	return ws

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
+
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -80,7 +82,7 @@ type validator struct {
 	nodeNet, podNet, svcNet netip.Prefix
 }
 
-func (v *validator) report(sev Severity, path, format string, a ...any) {
+func (v *validator) report(sev finding.Severity, path, format string, a ...any) {
 	v.diags = append(v.diags, Diagnostic{
 		Severity: sev, Rule: v.rule.ID, Name: v.rule.Name,
 		File: v.r.File, Line: v.r.Line(path), Path: path, Message: fmt.Sprintf(format, a...),
@@ -88,11 +90,11 @@ func (v *validator) report(sev Severity, path, format string, a ...any) {
 }
 
 func (v *validator) errorf(path, format string, a ...any) {
-	v.report(SeverityError, path, format, a...)
+	v.report(finding.Error, path, format, a...)
 }
 
 func (v *validator) warnf(path, format string, a ...any) {
-	v.report(SeverityWarning, path, format, a...)
+	v.report(finding.Warning, path, format, a...)
 }
 
 func validate(r *Result) Diagnostics {
@@ -352,7 +354,7 @@ func checkDNSNames(v *validator) {
 
 // nodeCountDiagnostic is ruleNodeCount's error for n nodes listed at line.
 func nodeCountDiagnostic(file string, line, n int) Diagnostic {
-	return Diagnostic{Severity: SeverityError, Rule: ruleNodeCount.ID, Name: ruleNodeCount.Name, File: file, Line: line, Path: "spec.nodes",
+	return Diagnostic{Severity: finding.Error, Rule: ruleNodeCount.ID, Name: ruleNodeCount.Name, File: file, Line: line, Path: "spec.nodes",
 		Message: fmt.Sprintf("has %d nodes; Kubernetes supports clusters of at most %d, and what hybridctl does grows with them (render writes files for each, apply connects to each); the rest of the spec is checked once the list is within the limit", n, MaxNodes)}
 }
 

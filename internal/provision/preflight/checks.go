@@ -8,17 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
+
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/suggest"
-)
-
-// Severity of a finding.
-type Severity string
-
-// Severities.
-const (
-	SeverityError   Severity = "error"
-	SeverityWarning Severity = "warning"
 )
 
 // Check names (stable; --ignore-preflight-errors takes them, like kubeadm's).
@@ -42,10 +35,10 @@ const IgnoreAll = "all"
 
 // Finding is one problem found on a host.
 type Finding struct {
-	Check    string   `json:"check"`
-	Host     string   `json:"host"`
-	Severity Severity `json:"severity"`
-	Message  string   `json:"message"`
+	Check    string           `json:"check"`
+	Host     string           `json:"host"`
+	Severity finding.Severity `json:"severity"`
+	Message  string           `json:"message"`
 }
 
 func (f Finding) String() string {
@@ -243,10 +236,10 @@ func run(in Input, scopes ...Scope) []Finding {
 		}
 		warnings, errs := c.Check(in)
 		for _, w := range warnings {
-			out = append(out, Finding{Check: c.name, Host: in.Host.Name, Severity: SeverityWarning, Message: w.Error()})
+			out = append(out, Finding{Check: c.name, Host: in.Host.Name, Severity: finding.Warning, Message: w.Error()})
 		}
 		for _, e := range errs {
-			out = append(out, Finding{Check: c.name, Host: in.Host.Name, Severity: SeverityError, Message: e.Error()})
+			out = append(out, Finding{Check: c.name, Host: in.Host.Name, Severity: finding.Error, Message: e.Error()})
 		}
 	}
 	return out
@@ -266,8 +259,8 @@ func CheckHost(f *Facts, h engine.Host, x Expect) []Finding {
 		prepared[c.name] = c.scope == ScopePrepared
 	}
 	for i, fd := range out {
-		if prepared[fd.Check] && fd.Severity == SeverityError {
-			out[i].Severity = SeverityWarning
+		if prepared[fd.Check] && fd.Severity == finding.Error {
+			out[i].Severity = finding.Warning
 			out[i].Message += preparedNote
 		}
 	}
@@ -494,7 +487,7 @@ func lastDotPart(s string) string {
 // check name) fail it; the rest are warnings.
 func Apply(findings []Finding, ignore []string) (errs, warnings []Finding) {
 	for _, f := range findings {
-		if f.Severity == SeverityError && !slices.Contains(ignore, f.Check) && !slices.Contains(ignore, IgnoreAll) {
+		if f.Severity == finding.Error && !slices.Contains(ignore, f.Check) && !slices.Contains(ignore, IgnoreAll) {
 			errs = append(errs, f)
 		} else {
 			warnings = append(warnings, f)

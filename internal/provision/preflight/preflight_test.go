@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
+
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
@@ -162,7 +164,7 @@ func TestCheckCluster(t *testing.T) {
 }
 
 func TestApplyIgnore(t *testing.T) {
-	fs := []Finding{{Check: CheckSwap, Severity: SeverityError}, {Check: CheckPortFree, Severity: SeverityError}, {Check: CheckOSVersion, Severity: SeverityWarning}}
+	fs := []Finding{{Check: CheckSwap, Severity: finding.Error}, {Check: CheckPortFree, Severity: finding.Error}, {Check: CheckOSVersion, Severity: finding.Warning}}
 	errs, warns := Apply(fs, []string{"swap"})
 	if len(errs) != 1 || errs[0].Check != CheckPortFree || len(warns) != 2 {
 		t.Errorf("errs %v warns %v", errs, warns)
@@ -286,7 +288,7 @@ func TestSeverityBeforeAndAfterPrepare(t *testing.T) {
 		t.Fatalf("before preparation: got %v, want %v", got, want)
 	}
 	for _, f := range before {
-		if f.Severity == SeverityWarning && !strings.Contains(f.Message, "post-prepare checks it again") {
+		if f.Severity == finding.Warning && !strings.Contains(f.Message, "post-prepare checks it again") {
 			t.Errorf("a downgraded finding must say it is checked again: %s", f)
 		}
 	}

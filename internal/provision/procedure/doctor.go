@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hybridctl/hybridctl/internal/finding"
+
 	"k8s.io/client-go/rest"
 
 	"github.com/hybridctl/hybridctl/internal/checks"
@@ -33,14 +35,14 @@ func (p *doctorPhase) Run(ctx context.Context, _ engine.Host) error {
 		return fmt.Errorf("doctor: %w", err)
 	}
 	var errs []string
-	counts := map[checks.Severity]int{}
+	counts := map[finding.Severity]int{}
 	for _, f := range res.Findings {
 		counts[f.Severity]++
 		line := fmt.Sprintf("%s %s %s: %s (fix: %s)", f.Check, f.Name, f.Object, f.Message, f.Fix)
 		switch f.Severity {
-		case checks.Error:
+		case finding.Error:
 			errs = append(errs, line)
-		case checks.Warning:
+		case finding.Warning:
 			engine.Warn(ctx, "%s", line)
 		}
 	}
@@ -48,7 +50,7 @@ func (p *doctorPhase) Run(ctx context.Context, _ engine.Host) error {
 		engine.Warn(ctx, "doctor skipped %s: %s", s.Check, s.Reason)
 	}
 	summary := fmt.Sprintf("doctor: %s, %s, %d info over %s; %s skipped",
-		report.Plural(counts[checks.Error], "error"), report.Plural(counts[checks.Warning], "warning"), counts[checks.Info],
+		report.Plural(counts[finding.Error], "error"), report.Plural(counts[finding.Warning], "warning"), counts[finding.Info],
 		report.Plural(objects, "object"), report.Plural(len(res.Skipped), "check"))
 	if len(errs) > 0 {
 		return fmt.Errorf("%s:\n  %s\nrun `hybridctl doctor` for the full report", summary, strings.Join(errs, "\n  "))
