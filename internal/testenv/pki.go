@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"os"
 	"time"
 )
 
@@ -113,4 +114,38 @@ func serial() *big.Int {
 		panic(fmt.Sprintf("crypto/rand: %v", err))
 	}
 	return n
+}
+
+func (e *Env) writePKI() error {
+	c, err := newCA()
+	if err != nil {
+		return err
+	}
+	e.ca = c
+	servingCert, servingKey, err := c.issue("kube-apiserver", nil,
+		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")},
+		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"})
+	if err != nil {
+		return err
+	}
+	saKey, saPub, err := newServiceAccountKey()
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{
+		"ca.crt":        c.certPEM,
+		"apiserver.crt": servingCert,
+		"apiserver.key": servingKey,
+		"sa.key":        saKey,
+		"sa.pub":        saPub,
+	}
+	if err := os.Mkdir(e.path("pki"), 0o700); err != nil {
+		return fmt.Errorf("create pki directory: %w", err)
+	}
+	for name, b := range files {
+		if err := os.WriteFile(e.path("pki", name), b, 0o600); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	return nil
 }
