@@ -87,7 +87,7 @@ check could not run because the API or the node could not be read.`,
 	}
 	f.spec.add(cmd)
 	fl := cmd.Flags()
-	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: "+strings.Join(diagnose.Formats(), ", "))
 	fl.StringVar(&f.failOn, "fail-on", "error", "exit 1 when there are findings at or above this severity: error, warning, info, or none")
 	fl.StringSliceVar(&f.only, "checks", nil, "run only these checks (IDs or names, comma-separated)")
 	fl.StringVar(&f.collect, "collect", "", "also save each node's raw outputs (log tails, HNS JSON, ip output) under this directory, secrets redacted (0700 directories, 0600 files)")
@@ -102,8 +102,8 @@ check could not run because the API or the node could not be read.`,
 }
 
 func runNodeDiagnose(cmd *cobra.Command, s Streams, f *diagnoseFlags, kf *kubeclient.Flags, args []string) error {
-	if f.output != "table" && f.output != "json" {
-		return Usagef("-o/--output must be table or json, not %q", f.output)
+	if !oneOf(diagnose.Formats(), f.output) {
+		return Usagef("--output %q: want one of %s", f.output, strings.Join(diagnose.Formats(), ", "))
 	}
 	failOn, err := parseFailOn(f.failOn)
 	if err != nil {
@@ -150,9 +150,12 @@ func runNodeDiagnose(cmd *cobra.Command, s Streams, f *diagnoseFlags, kf *kubecl
 	defer func() { _ = pool.Close() }()
 	o.Dial = func(ctx context.Context, node string) (diagnose.Conn, error) { return pool.Get(ctx, node) }
 	r := diagnose.Run(ctx, o)
-	if f.output == "json" {
+	switch f.output {
+	case "junit":
+		err = diagnose.WriteJUnit(s.Out, r)
+	case "json":
 		err = diagnose.WriteJSON(s.Out, r)
-	} else {
+	default:
 		err = diagnose.WriteTable(s.Out, r)
 	}
 	if err != nil {

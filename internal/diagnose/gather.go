@@ -196,8 +196,10 @@ type Result struct {
 	Nodes    []NodeResult
 	Findings []Finding
 	Skipped  []Skipped
-	// Ran is the number of checks selected.
-	Ran int
+	// Ran is the number of checks selected; Checks their IDs, in list
+	// order.
+	Ran    int
+	Checks []string
 	// Source is the cluster's overlay source, "" when unknown.
 	Source string
 }
@@ -241,6 +243,11 @@ func Run(ctx context.Context, o Options) *Result {
 	res := &Result{Nodes: make([]NodeResult, len(o.Targets)), Ran: len(o.Only)}
 	if len(o.Only) == 0 {
 		res.Ran = len(Checks())
+	}
+	for _, c := range Checks() {
+		if len(o.Only) == 0 || o.Only[c.ID] {
+			res.Checks = append(res.Checks, c.ID)
+		}
 	}
 	if o.Cluster != nil {
 		res.Source = o.Cluster.Source

@@ -136,3 +136,60 @@ func WriteTable(w io.Writer, r *Result) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// Formats are node diagnose's output formats, default first.
+func Formats() []string { return []string{"table", "json", "junit"} }
+
+// WriteJUnit writes one testsuite per node with a testcase per selected
+// check, as doctor's JUnit does per object: a check without findings is a
+// passing case, each finding a failed case (its message, evidence and
+// fix, redacted), a skipped check a skipped case. A node not reached is
+// one failed case with the reason.
+func WriteJUnit(w io.Writer, r *Result) error {
+	type key struct{ node, check string }
+	found := map[key][]Finding{}
+	for _, f := range r.Findings {
+		found[key{f.Node, f.Check}] = append(found[key{f.Node, f.Check}], f)
+	}
+	skipped := map[key]string{}
+	for _, s := range r.Skipped {
+		skipped[key{s.Node, s.Check}] = s.Reason
+	}
+	docs := map[string]Check{}
+	for _, c := range Checks() {
+		docs[c.ID] = c
+	}
+	var suites []finding.JUnitSuite
+	for _, n := range r.Nodes {
+		s := finding.JUnitSuite{Name: n.Name}
+		if n.Facts == nil {
+			s.Add(finding.JUnitCase{Name: "Node " + n.Name, Classname: "reach",
+				Failure: &finding.JUnitFailure{Message: redact.String(n.Error), Type: string(finding.Error)}})
+			suites = append(suites, s)
+			continue
+		}
+		for _, id := range r.Checks {
+			c := docs[id]
+			cls := c.ID + " " + c.Name
+			k := key{n.Name, id}
+			switch {
+			case len(found[k]) > 0:
+				for _, f := range found[k] {
+					var body strings.Builder
+					for _, e := range f.Evidence {
+						body.WriteString(redact.String(e) + "\n")
+					}
+					body.WriteString("fix: " + f.Fix)
+					s.Add(finding.JUnitCase{Name: "Node " + n.Name, Classname: cls,
+						Failure: &finding.JUnitFailure{Message: redact.String(f.Message), Type: string(f.Severity), Text: body.String()}})
+				}
+			case skipped[k] != "":
+				s.Add(finding.JUnitCase{Name: c.Title, Classname: cls, Skipped: &finding.JUnitSkipped{Message: skipped[k]}})
+			default:
+				s.Add(finding.JUnitCase{Name: c.Title, Classname: cls})
+			}
+		}
+		suites = append(suites, s)
+	}
+	return finding.WriteJUnitSuites(w, "hybridctl node diagnose", suites)
+}

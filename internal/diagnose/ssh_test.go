@@ -348,7 +348,7 @@ func TestRunMixed(t *testing.T) {
 		Dial:    func(ctx context.Context, n string) (Conn, error) { return pool.Get(ctx, n) },
 		Cluster: calicoLab(t), Expect: x, Only: map[string]bool{"HC504": true, "HC508": true},
 	})
-	if len(r.Nodes) != 2 || r.Nodes[0].Error == "" || r.Nodes[1].Error != "" || !r.Incomplete() || r.Ran != 2 {
+	if len(r.Nodes) != 2 || r.Nodes[0].Error == "" || r.Nodes[1].Error != "" || !r.Incomplete() || r.Ran != 2 || strings.Join(r.Checks, ",") != "HC504,HC508" {
 		t.Fatalf("%+v", r.Nodes)
 	}
 	expectExactly(t, r.Findings)
