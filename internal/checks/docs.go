@@ -3,36 +3,19 @@ package checks
 import (
 	"fmt"
 	"strings"
+
+	"github.com/hybridctl/hybridctl/internal/finding"
 )
 
 // Explain renders one check's documentation for a terminal.
 func Explain(d Doc) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s (%s)\n\n%s\n\n", d.ID, d.Name, d.Severity, d.Title)
-	fmt.Fprintf(&b, "Why:\n%s\n\n", wrap(d.Why, 78, "  "))
-	fmt.Fprintf(&b, "Fix:\n%s\n\n", wrap(d.Fix, 78, "  "))
+	fmt.Fprintf(&b, "Why:\n%s\n\n", finding.Wrap(d.Why, 78, "  "))
+	fmt.Fprintf(&b, "Fix:\n%s\n\n", finding.Wrap(d.Fix, 78, "  "))
 	fmt.Fprintf(&b, "Guide: %s\n", d.Guide)
 	fmt.Fprintf(&b, "Suppress: annotation hybridctl.dev/ignore: %q, or --skip %s\n", d.ID, d.Name)
 	return b.String()
-}
-
-func wrap(s string, width int, indent string) string {
-	var lines []string
-	line := indent
-	for _, w := range strings.Fields(s) {
-		if len(line)+len(w)+1 > width && strings.TrimSpace(line) != "" {
-			lines = append(lines, line)
-			line = indent
-		}
-		if strings.TrimSpace(line) != "" {
-			line += " "
-		}
-		line += w
-	}
-	if strings.TrimSpace(line) != "" {
-		lines = append(lines, line)
-	}
-	return strings.Join(lines, "\n")
 }
 
 // CorpusStats is what the checks said about the real-world corpus

@@ -26,14 +26,6 @@ func TestExplain(t *testing.T) {
 	if got := Explain(d); got != want {
 		t.Errorf("Explain:\n%s\nwant:\n%s", got, want)
 	}
-	for _, s := range []string{"", "  ", "\n"} {
-		if got := wrap(s, 78, "  "); got != "" {
-			t.Errorf("wrap(%q) = %q, want \"\"", s, got)
-		}
-	}
-	if got := wrap("a b c", 5, "  "); got != "  a b\n  c" {
-		t.Errorf("wrap(\"a b c\", 5) = %q, want \"  a b\\n  c\"", got)
-	}
 }
 
 // TestMarkdownTriedOn: the corpus lines of docs/checks.md at the limit of

@@ -15,6 +15,7 @@ import (
 	"github.com/hybridctl/hybridctl/internal/checks"
 	"github.com/hybridctl/hybridctl/internal/connectivity"
 	"github.com/hybridctl/hybridctl/internal/diagnose"
+	"github.com/hybridctl/hybridctl/internal/explain"
 	"github.com/hybridctl/hybridctl/internal/finding"
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
 	"github.com/hybridctl/hybridctl/internal/provision/preflight"
@@ -48,7 +49,8 @@ func outputValues() map[string][]string {
 		"hybridctl doctor":             report.Formats(),
 		"hybridctl lint":               report.Formats(),
 		"hybridctl check connectivity": connectivity.Formats(),
-		"hybridctl node diagnose":      {"table", "json"},
+		"hybridctl node diagnose":      diagnose.Formats(),
+		"hybridctl explain":            explain.Formats(),
 	}
 }
 
@@ -102,6 +104,9 @@ func addCompletions(root *cobra.Command) {
 		}
 		if cmd.CommandPath() == "hybridctl node diagnose" {
 			cmd.ValidArgsFunction = completeNodes
+		}
+		if cmd.CommandPath() == "hybridctl explain" {
+			cmd.ValidArgsFunction = completeExplain
 		}
 		for _, sub := range cmd.Commands() {
 			walk(sub)
@@ -195,6 +200,20 @@ func completeChecks(explain bool) cobra.CompletionFunc {
 		}
 		return matchSame(c, toComplete, !explain, same), cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// completeExplain offers every ID explain knows (with its catalogue and
+// what it checks), and all; one argument only.
+func completeExplain(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	entries, err := explain.Entries()
+	if err != nil || len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	c := []string{explain.All + "\tevery entry"}
+	for _, e := range entries {
+		c = append(c, e.ID+"\t"+e.Catalogue+": "+e.What)
+	}
+	return match(c, toComplete, false), cobra.ShellCompDirectiveNoFileComp
 }
 
 // completePhases offers apply's or reset's phase names, in order.

@@ -90,6 +90,7 @@ func hostileCases() map[string]hostileCase {
 		"hybridctl upgrade":     {feed: feedUpgrade},
 		"hybridctl version":     {none: "prints the build's own version"},
 		"hybridctl spec schema": {none: "prints the embedded JSON Schema"},
+		"hybridctl explain":     {none: "prints the catalogues' own texts; an unknown ID it echoes reaches only the error, which Main escapes"},
 		"hybridctl completion":  {none: "prints the shell's completion script; the values completed from a kubeconfig or spec are filtered (TestCompletionKubeconfigNames)"},
 
 		"hybridctl lint":               {feed: feedLint},

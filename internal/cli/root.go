@@ -40,6 +40,7 @@ func commands(s Streams) []*cobra.Command {
 		newDoctorCmd(s),
 		newNodeCmd(s),
 		newLintCmd(s),
+		newExplainCmd(s),
 		newSpecCmd(s),
 		newCheckCmd(s),
 		newCompletionCmd(s),
@@ -69,6 +70,7 @@ Keep any hybrid cluster healthy, built by hybridctl or not:
   hybridctl doctor                         # audit a live cluster (read-only)
   helm template ... | hybridctl lint -     # the same checks on manifests
   hybridctl check connectivity             # pod, Service, DNS and node tests across the OSes
+  hybridctl explain HC101                  # what any check, rule or test ID means
   hybridctl csr approve                    # kubelet serving certificates, verified
   hybridctl kubeconfig import admin.conf --name lab   # without the merge trap
 

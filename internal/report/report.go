@@ -25,6 +25,15 @@ const (
 	InputRuleName = "input-document"
 )
 
+// InputRule documents the input diagnostics as a catalogue entry (SARIF's
+// rule, hybridctl explain HC000).
+func InputRule() checks.Doc {
+	return checks.Doc{ID: InputRuleID, Name: InputRuleName, Severity: finding.Error,
+		Title: "A document lint could not check",
+		Why:   "A document that cannot be read (broken YAML or JSON, over the size limit) is an error; one that is not a Kubernetes object (a kustomization.yaml) is a warning. Either way its objects were not checked.",
+		Fix:   "Fix the document, or leave it out of lint's paths; for a kustomization, lint what kustomize build prints."}
+}
+
 // Formats returns the output formats, default first.
 func Formats() []string { return []string{"table", "json", "sarif", "junit"} }
 
@@ -246,10 +255,11 @@ func SARIF(w io.Writer, tool string, r *checks.Result) error {
 	results := []result{}
 	if len(r.Diagnostics) > 0 {
 		index[InputRuleID] = len(rules)
-		rules = append(rules, rule{ID: InputRuleID, Name: InputRuleName, ShortDescription: msg{"A document lint could not check"},
-			FullDescription:      msg{"A document that cannot be read (broken YAML or JSON, over the size limit) is an error; one that is not a Kubernetes object (a kustomization.yaml) is a warning. Either way its objects were not checked."},
-			Help:                 msg{"Fix the document, or leave it out of lint's paths; for a kustomization, lint what kustomize build prints."},
-			DefaultConfiguration: map[string]string{"level": "error"}})
+		in := InputRule()
+		rules = append(rules, rule{ID: in.ID, Name: in.Name, ShortDescription: msg{in.Title},
+			FullDescription:      msg{in.Why},
+			Help:                 msg{in.Fix},
+			DefaultConfiguration: map[string]string{"level": level(in.Severity)}})
 	}
 	for _, d := range r.Diagnostics {
 		loc := location{PhysicalLocation: &struct {
