@@ -2,15 +2,16 @@ package testenv
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/hybridctl/hybridctl/internal/atomicfile"
 )
 
 func (e *Env) restConfig(certPEM, keyPEM []byte) *rest.Config {
@@ -84,34 +85,5 @@ func (e *Env) WriteKubeconfig(path string, cfg *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("encode kubeconfig %s: %w", path, err)
 	}
-	return writeFileAtomic(path, b, 0o600)
-}
-
-func writeFileAtomic(path string, b []byte, mode os.FileMode) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if err := f.Chmod(mode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(b); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(context.Background(), path, b, 0o600, atomicfile.Options{})
 }
