@@ -14,7 +14,7 @@ func TestExplain(t *testing.T) {
 		want []string
 	}{
 		{[]string{"HC101"}, []string{"HC101 daemonset-os-selector (error) · cluster checks (hybridctl doctor, lint)", "\nWhy:\n", "\nFix:\n"}},
-		{[]string{"hc000"}, []string{"HC000 input-document (error)"}},
+		{[]string{"hc000"}, []string{"HC000 input-document (error) · cluster checks (hybridctl lint)"}},
 		{[]string{"S402"}, []string{"S402 windows-bgp · spec rules"}},
 		{[]string{"HC508"}, []string{"HC508 overlay-cross-check (error) · node checks", "Requires:"}},
 		{[]string{"port-free"}, []string{"port-free (error) · preflight checks (hybridctl apply)", "--ignore-preflight-errors=NAME"}},

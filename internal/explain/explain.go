@@ -46,7 +46,11 @@ func Entries() ([]finding.Entry, error) {
 	}
 	var out []finding.Entry
 	for _, d := range append(docs, report.InputRule()) {
-		out = append(out, finding.Entry{Catalogue: CatalogueChecks, Command: "doctor, lint", ID: d.ID, Name: d.Name,
+		cmd := "doctor, lint"
+		if d.ID == report.InputRuleID {
+			cmd = "lint"
+		}
+		out = append(out, finding.Entry{Catalogue: CatalogueChecks, Command: cmd, ID: d.ID, Name: d.Name,
 			Severity: string(d.Severity), What: d.Title, Why: d.Why, Fix: d.Fix, Guide: d.Guide, Misses: d.Misses})
 	}
 	for _, r := range spec.Rules() {
