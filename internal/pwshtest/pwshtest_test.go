@@ -107,6 +107,7 @@ func TestTransportCommandsParse(t *testing.T) {
 	defer func() { _ = c.Close() }()
 	win := engine.Host{Name: "win", Role: engine.RoleWorker, OS: engine.Windows}
 	_, _ = preflight.Gather(ctx, c, win, "k8s-lab-api.example.com")
+	_, _ = preflight.Gather(ctx, c, win, "192.168.10.23")
 	if err := c.Upload(ctx, `C:\k\join.yaml`, []byte("secret"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -117,14 +118,17 @@ func TestTransportCommandsParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	scripts := Decoded(t, srv.Commands())
-	if len(scripts) != 4 {
-		t.Fatalf("%d commands arrived, want 4", len(scripts))
+	if len(scripts) != 5 {
+		t.Fatalf("%d commands arrived, want 5", len(scripts))
 	}
-	if !strings.Contains(scripts[1].Text, "[System.IO.FileMode]::CreateNew") || strings.Contains(scripts[1].Text, "icacls") {
-		t.Errorf("the 0600 upload creates its file with the restricted ACL, and changes no ACL after:\n%s", scripts[1].Text)
+	if !strings.Contains(scripts[1].Text, "s resolve; '192.168.10.23'") {
+		t.Errorf("an address as the API endpoint is not looked up in DNS:\n%s", scripts[1].Text)
 	}
-	if !strings.Contains(scripts[2].Text, "Invoke-Native 'icacls.exe' @($dst, '/reset')") {
-		t.Errorf("the 0644 upload gives the inherited permissions through Invoke-Native:\n%s", scripts[2].Text)
+	if !strings.Contains(scripts[2].Text, "[System.IO.FileMode]::CreateNew") || strings.Contains(scripts[2].Text, "icacls") {
+		t.Errorf("the 0600 upload creates its file with the restricted ACL, and changes no ACL after:\n%s", scripts[2].Text)
+	}
+	if !strings.Contains(scripts[3].Text, "Invoke-Native 'icacls.exe' @($dst, '/reset')") {
+		t.Errorf("the 0644 upload gives the inherited permissions through Invoke-Native:\n%s", scripts[3].Text)
 	}
 	Check(t, scripts...)
 }

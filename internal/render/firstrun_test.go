@@ -2,8 +2,11 @@ package render
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hybridctl/hybridctl/internal/plan"
 )
 
 // The rules the rendered Windows procedure keeps on a node's first run,
@@ -104,7 +107,7 @@ func TestPrepareTimeAndSandbox(t *testing.T) {
 		t.Error("w32time must be set to start automatically before w32tm /config")
 	}
 	index(t, "prepare.ps1", ps, "$SandboxImage = '"+p.SandboxImage+"'")
-	if index(t, "prepare.ps1", ps, "Set-SandboxImage\n") < index(t, "prepare.ps1", ps, "if (-not (Test-ContainerdDone)) { Install-Runtime }") {
+	if index(t, "prepare.ps1", ps, "Set-SandboxImage\n") < index(t, "prepare.ps1", ps, "if (-not (Test-ContainerdDone)) { Assert-NoRebootPending; Install-Runtime }") {
 		t.Error("the sandbox image is set after containerd is installed")
 	}
 	sh := labText(t, "nodes/k8s-lab-node-1/prepare.sh")
@@ -128,5 +131,48 @@ func TestRunbookWindowsCommands(t *testing.T) {
 	acl := index(t, "runbook", rb, `icacls.exe C:\k\join.yaml /inheritance:r /grant:r '*S-1-5-32-544:F' '*S-1-5-18:F'`)
 	if copyJoin := index(t, "runbook", rb, "nodes/k8s-lab-win-1/join.yaml"); acl > copyJoin {
 		t.Error("join.yaml must be created with its ACL before the token is copied in")
+	}
+}
+
+// Windows Update is set to Manual as the guide does, before any step that
+// can reboot; a pending reboot stops the script (with the reboot marker
+// apply acts on) before each feature change, and nowhere else; w32tm's
+// resync does not wait and its answer is not fatal.
+func TestPrepareWindowsUpdateAndPendingReboot(t *testing.T) {
+	for name, p := range map[string]*plan.Plan{"upstream": labPlan(t), "bundle": labOfflinePlan(t)} {
+		ps := strings.ReplaceAll(psText(t, mustRender(t, p, Options{}), "nodes/k8s-lab-win-1/prepare.ps1"), "\r\n", "\n")
+		policy := index(t, name, ps, `$AuKey = 'HKLM:\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate\AU'`)
+		set := index(t, name, ps, "Set-ItemProperty -LiteralPath $AuKey -Name 'NoAutoUpdate' -Value 1 -Type DWord")
+		if policy > set || set > index(t, name, ps, "Rename-Computer") {
+			t.Errorf("%s: the update policy is set before the first step that reboots", name)
+		}
+		fn := ps[index(t, name, ps, "function Assert-NoRebootPending {"):]
+		fn = fn[:index(t, name, fn, "\n}\n")]
+		for _, want := range []string{
+			`'HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\Component Based Servicing\RebootPending'`,
+			`'HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\WindowsUpdate\Auto Update\RebootRequired'`,
+			"Test-Path -LiteralPath", "Stop-ForReboot",
+		} {
+			index(t, name+" Assert-NoRebootPending", fn, want)
+		}
+		// Called right before each feature change, only when one is due.
+		calls := regexp.MustCompile(`(?m)^.*\bAssert-NoRebootPending\b.*$`).FindAllString(ps, -1)
+		calls = slices.DeleteFunc(calls, func(l string) bool { return strings.HasPrefix(l, "#") })
+		want := []string{
+			"function Assert-NoRebootPending {",
+			"    Assert-NoRebootPending",
+			"if (-not (Test-ContainerdDone)) { Assert-NoRebootPending; Install-Runtime }",
+		}
+		if !slices.Equal(calls, want) {
+			t.Errorf("%s: Assert-NoRebootPending lines %q, want %q", name, calls, want)
+		}
+		feature := ps[index(t, name, ps, "Step 'Containers feature'"):]
+		if index(t, name, feature, "Assert-NoRebootPending") > index(t, name, feature, "Install-WindowsFeature") {
+			t.Errorf("%s: the pending reboot is checked after Install-WindowsFeature", name)
+		}
+		index(t, name, ps, `try { Invoke-Native 'w32tm.exe' @('/resync', '/nowait') | Out-Null } catch {`)
+		if strings.Contains(ps, "@('/resync')") {
+			t.Errorf("%s: a resync that waits", name)
+		}
 	}
 }

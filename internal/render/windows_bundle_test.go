@@ -176,7 +176,7 @@ func TestWindowsBundlePrepare(t *testing.T) {
 	}
 	// The bundle is checked before the first step that changes the node,
 	// and the Hyper-V features before containerd is touched.
-	order := []string{"\nTest-Bundle\n", "\nStep \"address", "\nStep 'Containers feature'", "if (-not (Test-ContainerdDone)) { Install-Runtime }", "if (-not (Test-KubeletDone)) { Install-Kubelet }", "Copy-Changed $KubectlFile"}
+	order := []string{"\nTest-Bundle\n", "\nStep \"address", "\nStep 'Containers feature'", "if (-not (Test-ContainerdDone)) { Assert-NoRebootPending; Install-Runtime }", "if (-not (Test-KubeletDone)) { Install-Kubelet }", "Copy-Changed $KubectlFile"}
 	last := -1
 	for _, o := range order {
 		i := strings.Index(ps, o)

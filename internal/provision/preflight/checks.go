@@ -28,6 +28,9 @@ const (
 	CheckMachineID     = "machine-id-unique"
 	CheckCgroupVersion = "cgroup-version"
 	CheckContainerHost = "container-host"
+	CheckLanguageMode  = "language-mode"
+	CheckRebootPending = "reboot-pending"
+	CheckWindowsUpdate = "windows-update"
 )
 
 // IgnoreAll is the --ignore-preflight-errors value that ignores every check.
@@ -159,6 +162,12 @@ func Checks() []Check {
 			Doc: "Linux: `/etc/os-release` is the spec's distribution and version; Windows: a Server installation"},
 		{name: CheckWindowsBuild, scope: ScopeNode, os: engine.Windows, Severity: "error", check: checkWindowsBuild,
 			Doc: "the build is the spec's `windows.build` (process isolation needs images of the host's build)"},
+		{name: CheckLanguageMode, scope: ScopeNode, os: engine.Windows, Severity: "error", check: checkLanguageMode,
+			Doc: "PowerShell in an SSH session runs in FullLanguage mode (`$ExecutionContext.SessionState.LanguageMode`): AppLocker or WDAC's ConstrainedLanguage blocks the .NET calls of prepare.ps1 and of the uploads"},
+		{name: CheckRebootPending, scope: ScopeNode, os: engine.Windows, Severity: "warning", check: checkRebootPending,
+			Doc: "no reboot pending (`Component Based Servicing\\RebootPending`, `WindowsUpdate\\Auto Update\\RebootRequired`): prepare.ps1 stops before DISM and Install-WindowsFeature until the node is rebooted, and apply reboots it"},
+		{name: CheckWindowsUpdate, scope: ScopePrepared, os: engine.Windows, Severity: "error", check: checkWindowsUpdate,
+			Doc: "Windows Update is Manual, as the guide sets it in sconfig (policy `NoAutoUpdate` = 1; prepare.ps1 sets it): a node reboots only through drain and uncordon"},
 		{name: CheckSwap, scope: ScopeNode, os: engine.Linux, Severity: "error", check: checkSwap,
 			Doc: "no active swap (`/proc/swaps`)"},
 		{name: CheckCgroupVersion, scope: ScopeNode, os: engine.Linux, Severity: "error", check: checkCgroupVersion,
@@ -363,6 +372,58 @@ func checkWindowsBuild(in Input) (warnings, errs []error) {
 		errs = append(errs, fmt.Errorf("build %s (%s), the spec says %s: process-isolated containers need images of the host's build", f.WindowsBuild, f.WindowsProductName, want))
 	}
 	return nil, errs
+}
+
+// checkLanguageMode: Constrained Language Mode, which AppLocker and WDAC
+// application control enforce, blocks .NET types other than a short list
+// (about_Language_Modes): [IO.File], [Console]::In, [Environment] and
+// [IO.Directory], which prepare.ps1 and every upload use.
+// -ExecutionPolicy Bypass does not lift it.
+func checkLanguageMode(in Input) (warnings, errs []error) {
+	switch m := in.Facts.LanguageMode; m {
+	case "FullLanguage":
+	case "":
+		warnings = append(warnings, errors.New("could not read PowerShell's language mode ($ExecutionContext.SessionState.LanguageMode)"))
+	default:
+		errs = append(errs, fmt.Errorf("PowerShell runs in %s mode for this account (AppLocker or WDAC application control): prepare.ps1 and hybridctl's uploads need FullLanguage ([IO.File], [Console]::In); allow the deployment account full language, or prepare the node by hand", m))
+	}
+	return warnings, errs
+}
+
+// checkRebootPending: with a reboot pending, DISM and
+// Install-WindowsFeature refuse to change features (CBS_E_PENDING).
+func checkRebootPending(in Input) (warnings, errs []error) {
+	f := in.Facts
+	if len(f.RebootPending) == 0 {
+		return nil, nil
+	}
+	what := strings.Join(f.RebootPending, ", ")
+	if f.KubeletConfigured {
+		warnings = append(warnings, fmt.Errorf("a reboot is pending (%s): drain the node, reboot it, uncordon it", what))
+	} else {
+		warnings = append(warnings, fmt.Errorf("a reboot is pending (%s): prepare.ps1 stops before changing Windows features until it is done, and apply reboots the node", what))
+	}
+	return warnings, nil
+}
+
+// checkWindowsUpdate: the guide sets Windows Update to Manual in sconfig
+// so that a node reboots only through drain and uncordon; prepare.ps1
+// sets the same policy value (NoAutoUpdate = 1, "Configure Automatic
+// Updates: Disabled").
+func checkWindowsUpdate(in Input) (warnings, errs []error) {
+	f := in.Facts
+	switch f.AutoUpdate {
+	case "off":
+	case "":
+		warnings = append(warnings, errors.New(`could not read the Windows Update policy (HKLM:\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate\AU)`))
+	default:
+		how := "policy not set: the server default downloads updates and schedules their restarts"
+		if f.AUOptions != "" {
+			how = "policy AUOptions " + f.AUOptions + ", NoAutoUpdate not 1"
+		}
+		errs = append(errs, fmt.Errorf("automatic updates are on (%s): a node must reboot only through drain and uncordon; prepare.ps1 sets NoAutoUpdate = 1 (sconfig's Manual); a domain policy that sets it back wins over it", how))
+	}
+	return warnings, errs
 }
 
 func checkSwap(in Input) (warnings, errs []error) {

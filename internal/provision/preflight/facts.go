@@ -12,6 +12,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -72,6 +73,17 @@ type Facts struct {
 	// CapSysTime say whether the host may hold those capabilities.
 	CapsKnown                  bool
 	CapSysResource, CapSysTime bool
+	// Windows: AutoUpdate is "off" when the Windows Update policy
+	// (HKLM:\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate\AU) has
+	// NoAutoUpdate = 1, "on" otherwise, "" when it could not be read;
+	// AUOptions is that key's AUOptions value ("" when unset).
+	AutoUpdate, AUOptions string
+	// RebootPending names what asks Windows for a reboot before it
+	// changes features: "Component Based Servicing", "Windows Update".
+	RebootPending []string
+	// LanguageMode is PowerShell's language mode in an SSH session
+	// ("FullLanguage"; "ConstrainedLanguage" under AppLocker or WDAC).
+	LanguageMode string
 }
 
 // Gather runs the fact-gathering script on one host.
@@ -144,12 +156,28 @@ s product_uuid; (Get-CimInstance -ClassName Win32_ComputerSystemProduct).UUID
 s machine-id; (Get-ItemProperty 'HKLM:\SOFTWARE\Microsoft\Cryptography').MachineGuid
 s w32tm; w32tm /query /status
 s epoch; [DateTimeOffset]::UtcNow.ToUnixTimeSeconds()
-s resolve; (Resolve-DnsName -Name ` + transport.PSQuote(apiName) + ` -Type A -DnsOnly).IPAddress
+s resolve; ` + windowsResolve(apiName) + `
 s listen; Get-NetTCPConnection -State Listen | ForEach-Object { $_.LocalPort } | Sort-Object -Unique
 s kubelet-conf; if (Test-Path C:\etc\kubernetes\kubelet.conf) { 'present' }
+s wu-policy; $au = Get-ItemProperty 'HKLM:\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate\AU'; "NoAutoUpdate=$($au.NoAutoUpdate)"; "AUOptions=$($au.AUOptions)"
+s reboot-pending; $k = 'HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\'
+if (Test-Path ($k + 'Component Based Servicing\RebootPending')) { 'Component Based Servicing' }
+if (Test-Path ($k + 'WindowsUpdate\Auto Update\RebootRequired')) { 'Windows Update' }
+s language-mode; $ExecutionContext.SessionState.LanguageMode
 s end
 $global:LASTEXITCODE = 0
 `
+}
+
+// windowsResolve is the PowerShell that prints the IPv4 addresses the API
+// name resolves to. An address literal is printed as it is, as Linux's
+// getent does: Resolve-DnsName would ask the DNS servers for an A record
+// of the literal and report nothing.
+func windowsResolve(apiName string) string {
+	if ip, err := netip.ParseAddr(apiName); err == nil && ip.Is4() {
+		return transport.PSQuote(ip.String())
+	}
+	return "(Resolve-DnsName -Name " + transport.PSQuote(apiName) + " -Type A -DnsOnly).IPAddress"
 }
 
 // Sections splits gathering output into sections by marker. Text before
@@ -282,6 +310,19 @@ func Parse(h engine.Host, out string) *Facts {
 			}
 		}
 		f.SwapKnown = true // Windows has no swap to turn off for the kubelet
+		if wu, ok := secs["wu-policy"]; ok {
+			kv := ParseOSRelease(wu)
+			f.AutoUpdate, f.AUOptions = "on", kv["AUOptions"]
+			if kv["NoAutoUpdate"] == "1" {
+				f.AutoUpdate = "off"
+			}
+		}
+		for _, l := range lines("reboot-pending") {
+			if l == "Component Based Servicing" || l == "Windows Update" {
+				f.RebootPending = append(f.RebootPending, l)
+			}
+		}
+		f.LanguageMode = first("language-mode")
 		return f
 	}
 	osr := ParseOSRelease(secs["os-release"])

@@ -72,6 +72,9 @@ func TestParseWindows(t *testing.T) {
 	if f.Hostname != "k8s-lab-win-1.example.com" || !f.Listening[5985] || f.Listening[10250] {
 		t.Errorf("hostname/listen: %q %v", f.Hostname, f.Listening)
 	}
+	if f.AutoUpdate != "off" || f.AUOptions != "" || f.RebootPending != nil || f.LanguageMode != "FullLanguage" {
+		t.Errorf("update policy %q %q, reboot pending %q, language mode %q", f.AutoUpdate, f.AUOptions, f.RebootPending, f.LanguageMode)
+	}
 }
 
 func checks(fs []Finding) []string {
@@ -114,13 +117,13 @@ func TestCheckHost(t *testing.T) {
 		}, labExpect, nil},
 		{"product_uuid unreadable", linuxWorker, func() *Facts { f := good(); f.ProductUUID = ""; return f }, labExpect, []string{"warning:facts-readable"}},
 		{"Windows 2025 as specified", winWorker, func() *Facts {
-			return &Facts{WindowsBuild: "26100", WindowsInstallationType: "Server Core", ProductUUID: "u", MachineID: "m", TimeSynced: "yes", Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}}
+			return &Facts{WindowsBuild: "26100", WindowsInstallationType: "Server Core", ProductUUID: "u", MachineID: "m", TimeSynced: "yes", Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}, AutoUpdate: "off", LanguageMode: "FullLanguage"}
 		}, labExpect, nil},
 		{"Windows 2022 where 2025 is specified", winWorker, func() *Facts {
-			return &Facts{WindowsBuild: "20348", ProductUUID: "u", MachineID: "m", TimeSynced: "yes", Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}}
+			return &Facts{WindowsBuild: "20348", ProductUUID: "u", MachineID: "m", TimeSynced: "yes", Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}, AutoUpdate: "off", LanguageMode: "FullLanguage"}
 		}, labExpect, []string{"error:windows-build"}},
 		{"Windows on local clock", winWorker, func() *Facts {
-			return &Facts{WindowsBuild: "26100", ProductUUID: "u", MachineID: "m", TimeSynced: "no", TimeSource: "Local CMOS Clock", Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}}
+			return &Facts{WindowsBuild: "26100", ProductUUID: "u", MachineID: "m", TimeSynced: "no", TimeSource: "Local CMOS Clock", Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}, AutoUpdate: "off", LanguageMode: "FullLanguage"}
 		}, labExpect, []string{"warning:time-sync"}},
 	}
 	for _, tc := range tests {
@@ -282,9 +285,10 @@ func TestPreflightPhasesClonedHosts(t *testing.T) {
 // after it.
 func TestSeverityBeforeAndAfterPrepare(t *testing.T) {
 	fresh := &Facts{Host: winWorker.Name, WindowsBuild: "26100", ProductUUID: "u", MachineID: "m", TimeSynced: "no",
-		TimeSource: "Local CMOS Clock", ClockSkewKnown: true, ClockSkew: 5 * time.Minute, Listening: map[int]bool{10250: true}}
+		TimeSource: "Local CMOS Clock", ClockSkewKnown: true, ClockSkew: 5 * time.Minute, Listening: map[int]bool{10250: true},
+		AutoUpdate: "on", LanguageMode: "FullLanguage"}
 	before := CheckHost(fresh, winWorker, labExpect)
-	if got, want := checks(before), []string{"error:port-free", "warning:api-name-resolves", "warning:clock-skew", "warning:time-sync"}; !slices.Equal(got, want) {
+	if got, want := checks(before), []string{"error:port-free", "warning:api-name-resolves", "warning:clock-skew", "warning:time-sync", "warning:windows-update"}; !slices.Equal(got, want) {
 		t.Fatalf("before preparation: got %v, want %v", got, want)
 	}
 	for _, f := range before {
@@ -293,15 +297,16 @@ func TestSeverityBeforeAndAfterPrepare(t *testing.T) {
 		}
 	}
 	after := CheckPrepared(fresh, winWorker, labExpect)
-	if got, want := checks(after), []string{"error:api-name-resolves", "error:clock-skew", "error:time-sync"}; !slices.Equal(got, want) {
+	if got, want := checks(after), []string{"error:api-name-resolves", "error:clock-skew", "error:time-sync", "error:windows-update"}; !slices.Equal(got, want) {
 		t.Fatalf("after preparation: got %v, want %v", got, want)
 	}
 	synced := *fresh
 	synced.TimeSynced, synced.TimeSource, synced.ClockSkew, synced.Resolved = "yes", "ntp.example.com,0x8", 0, []string{"192.168.10.23"}
+	synced.AutoUpdate = "off"
 	if got := CheckPrepared(&synced, winWorker, labExpect); len(got) != 0 {
 		t.Errorf("a prepared node: %v", got)
 	}
-	errs, _ := Apply(after, []string{CheckTimeSync, CheckClockSkew})
+	errs, _ := Apply(after, []string{CheckTimeSync, CheckClockSkew, CheckWindowsUpdate})
 	if len(errs) != 1 || errs[0].Check != CheckAPIName {
 		t.Errorf("--ignore-preflight-errors applies to post-prepare too: %v", errs)
 	}

@@ -101,6 +101,20 @@ function Get-Version([string] $Exe, [string[]] $Arguments) {
     try { return ((Invoke-Native $Exe $Arguments) -join ' ') } catch { return '' }
 }
 
+# Assert-NoRebootPending stops for a reboot when Windows has one pending
+# from servicing or Windows Update: DISM and Install-WindowsFeature refuse
+# to change features until it is done (CBS_E_PENDING, 0x800F082F).
+function Assert-NoRebootPending {
+    $keys = [ordered]@{
+        'Component Based Servicing' = 'HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\Component Based Servicing\RebootPending'
+        'Windows Update'            = 'HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\WindowsUpdate\Auto Update\RebootRequired'
+    }
+    $pending = @($keys.Keys | Where-Object { Test-Path -LiteralPath $keys[$_] })
+    if ($pending.Count -gt 0) {
+        Stop-ForReboot "Windows has a reboot pending ($($pending -join ', ')): features cannot be installed before it"
+    }
+}
+
 # Removes a directory symbolic link without following it.
 function Remove-Link([string] $Path) {
     $item = Get-Item -LiteralPath $Path -Force -ErrorAction SilentlyContinue
@@ -379,9 +393,21 @@ Set-Service -Name w32time -StartupType Automatic
 Start-Service w32time
 Invoke-Native 'w32tm.exe' @('/config', "/manualpeerlist:$NtpPeers", '/syncfromflags:manual', '/update') | Out-Null
 Restart-Service w32time
-# The first resync may fail while the peer is being contacted;
-# hybridctl's post-prepare check waits for the clock.
-Invoke-Native 'w32tm.exe' @('/resync') -Ok 0, 1 | Out-Null
+# A resync that waits may fail while the peer is being contacted, and
+# w32tm reports that as an HRESULT, not a documented exit code: ask for one
+# without waiting and ignore its answer. hybridctl's post-prepare check
+# waits for the clock.
+try { Invoke-Native 'w32tm.exe' @('/resync', '/nowait') | Out-Null } catch { Write-Host "  $_ (the clock is checked again after this script)" }
+
+Step 'Windows Update: Manual (updates and their reboots only when you run them)'
+# The guide sets sconfig's update mode to Manual: a cluster node reboots
+# only through drain and uncordon. The same policy value: Configure
+# Automatic Updates disabled, NoAutoUpdate = 1 (Microsoft, "Configure
+# Automatic Updates by using the registry"). A domain policy that sets it
+# back wins over this; hybridctl's preflight reports it.
+$AuKey = 'HKLM:\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate\AU'
+New-Item -Path $AuKey -Force -ErrorAction SilentlyContinue | Out-Null
+Set-ItemProperty -LiteralPath $AuKey -Name 'NoAutoUpdate' -Value 1 -Type DWord
 
 Step 'firewall: kube-proxy health 10256/TCP from the node network'
 if ($null -eq (Get-NetFirewallRule -Name 'kube-proxy-health' -ErrorAction SilentlyContinue)) {
@@ -398,12 +424,13 @@ if ($env:COMPUTERNAME -ne $NodeName) {
 Step 'Containers feature'
 $feature = Get-WindowsFeature -Name Containers
 if (-not $feature.Installed) {
+    Assert-NoRebootPending
     $r = Install-WindowsFeature -Name Containers
     if ($r.RestartNeeded -ne 'No') { Stop-ForReboot 'installed the Containers feature' }
 }
 
 Step "containerd $ContainerdVersion, crictl $CrictlVersion (from the bundle)"
-if (-not (Test-ContainerdDone)) { Install-Runtime }
+if (-not (Test-ContainerdDone)) { Assert-NoRebootPending; Install-Runtime }
 Set-SandboxImage
 Step 'containerd: every image through the private registry registry.example.internal:5000'
 $CertsDir = 'C:\Program Files\containerd\certs.d'
@@ -473,7 +500,13 @@ Set-NetFirewallRule -Name 'kubelet' -RemoteAddress $NodeCIDR
 
 Step 'checks'
 $fqdn = [System.Net.Dns]::GetHostEntry('').HostName
-$apiAddresses = @(Resolve-DnsName $ApiHost -Type A -ErrorAction SilentlyContinue | Where-Object { $_.PSObject.Properties['IPAddress'] } | ForEach-Object { $_.IPAddress })
+$literal = $null
+if ([System.Net.IPAddress]::TryParse($ApiHost, [ref] $literal)) {
+    # An address as the API endpoint: nothing to resolve.
+    $apiAddresses = @($ApiHost)
+} else {
+    $apiAddresses = @(Resolve-DnsName $ApiHost -Type A -ErrorAction SilentlyContinue | Where-Object { $_.PSObject.Properties['IPAddress'] } | ForEach-Object { $_.IPAddress })
+}
 $source = (Invoke-Native 'w32tm.exe' @('/query', '/source') -Ok 0, 1) -join ' '
 $containerd = Get-Service containerd -ErrorAction SilentlyContinue
 $kubelet = Get-Service kubelet -ErrorAction SilentlyContinue
