@@ -239,6 +239,33 @@ type DNSRecord struct {
 	Purpose string `json:"purpose"`
 }
 
+// calicoWindowsWarnings: Calico for Windows' requirements page lists
+// Windows Server 2019 (1809) and 2022, not 2025 (the guide: "formally
+// Calico does not explicitly confirm it"; a reason to check the release
+// notes of the Calico version in use). One warning per unlisted build, on
+// its first node, unless spec.calico.checkedWindowsBuilds names it.
+func calicoWindowsWarnings(s spec.ClusterSpec) []Warning {
+	var out []Warning
+	seen := map[string]bool{}
+	for _, b := range s.Calico.CheckedWindowsBuilds {
+		seen[b] = true
+	}
+	for i, n := range s.Nodes {
+		if !n.IsWindows() || n.Windows == nil {
+			continue
+		}
+		rel, ok := spec.WindowsReleaseForBuild(n.Windows.Build)
+		if !ok || rel.CalicoListed || seen[rel.Build] {
+			continue
+		}
+		seen[rel.Build] = true
+		out = append(out, Warning{Check: "P004 calico-windows-version", Path: fmt.Sprintf("spec.nodes[%d].windows.build", i),
+			Message: fmt.Sprintf("%s (%s, node %s) is not among the Windows versions Calico for Windows lists as supported (%s); check the release notes of Calico %s for it, then add %q to spec.calico.checkedWindowsBuilds, or run Windows Server 2022 nodes",
+				rel.Name, rel.Build, n.Name, spec.CalicoWindowsRequirements, s.Calico.Version, rel.Build)})
+	}
+	return out
+}
+
 // Warning is a spec warning carried into the plan.
 type Warning struct {
 	Check   string `json:"check"`
@@ -399,6 +426,7 @@ func Derive(c *spec.Cluster, warnings spec.Diagnostics) (*Plan, error) {
 		p.Warnings = append(p.Warnings, Warning{Check: "P003 operator-image", Path: "spec.images.registry",
 			Message: fmt.Sprintf("mirror the Tigera operator too: the image Calico %s's tigera-operator.yaml names, as %s/tigera/operator:TAG, and point the image in tigera-operator.yaml at it (apply does not rewrite it yet)", p.Calico.Version, p.Registry.Prefix)})
 	}
+	p.Warnings = append(p.Warnings, calicoWindowsWarnings(s)...)
 	p.Ports = portsOf(hasWindows, port, s.Calico)
 	p.DNSRecords = dnsRecordsOf(p, host)
 	for _, w := range warnings.Warnings() {

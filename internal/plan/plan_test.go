@@ -267,8 +267,50 @@ func TestTwoBuildsTwoRuntimeClasses(t *testing.T) {
 	expectStr(t, "second", p.RuntimeClasses[1].Name, "windows-2025")
 	expectStr(t, "second's nodes", strings.Join(p.RuntimeClasses[1].Nodes, ","), "win2025-a,win2025-b")
 	expectInt(t, "maxPods with /27", p.Nodes[2].MaxPods, 28)
-	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0].Check, "S403") {
-		t.Errorf("warnings = %+v, want the one-Linux-worker warning", p.Warnings)
+	// Calico does not list 2025: one warning, on the first node of that
+	// build; none for 2022.
+	if len(p.Warnings) != 2 || p.Warnings[0].Check != "P004 calico-windows-version" || p.Warnings[0].Path != "spec.nodes[3].windows.build" ||
+		!strings.Contains(p.Warnings[0].Message, "Windows Server 2025 (10.0.26100, node win2025-a)") || !strings.Contains(p.Warnings[0].Message, spec.CalicoWindowsRequirements) ||
+		!strings.Contains(p.Warnings[1].Check, "S403") {
+		t.Errorf("warnings = %+v, want Calico's 2025 warning and the one-Linux-worker warning", p.Warnings)
+	}
+}
+
+// TestCalicoWindowsVersionChecked: a build named in
+// calico.checkedWindowsBuilds is not warned about; naming another build
+// (2022, which Calico lists) does not silence 2025.
+func TestCalicoWindowsVersionChecked(t *testing.T) {
+	for _, tc := range []struct {
+		checked []string
+		warn    bool
+	}{
+		{nil, true},
+		{[]string{"10.0.20348"}, true},
+		{[]string{"10.0.26100"}, false},
+		{[]string{"10.0.20348", "10.0.26100"}, false},
+	} {
+		b, err := os.ReadFile("../spec/testdata/valid/two-builds.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := spec.Parse("two-builds.yaml", b)
+		if err := r.Err(); err != nil {
+			t.Fatal(err)
+		}
+		r.Cluster.Spec.Calico.CheckedWindowsBuilds = tc.checked
+		p, err := Derive(r.Cluster, r.Diagnostics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, w := range p.Warnings {
+			if strings.HasPrefix(w.Check, "P004") {
+				got = append(got, w.Path)
+			}
+		}
+		if want := tc.warn; (len(got) == 1 && got[0] == "spec.nodes[3].windows.build") != want || len(got) > 1 {
+			t.Errorf("checked %v: P004 warnings on %v, want a warning: %v", tc.checked, got, want)
+		}
 	}
 }
 

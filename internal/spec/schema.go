@@ -54,6 +54,8 @@ func enums() map[string][]string {
 		"spec.nodes[].role":          {RoleControlPlane, RoleWorker},
 		"spec.nodes[].os":            {OSLinux, OSWindows},
 		"spec.nodes[].windows.build": builds,
+		// S302 checks these too.
+		"spec.calico.checkedWindowsBuilds[]": builds,
 	}
 }
 

@@ -159,6 +159,11 @@ type Calico struct {
 	BGP string `yaml:"bgp" json:"bgp"`
 	// NATOutgoing masquerades pod traffic leaving the pod network.
 	NATOutgoing *bool `yaml:"natOutgoing" json:"natOutgoing"`
+	// CheckedWindowsBuilds are Windows builds that Calico's Windows
+	// requirements do not list (10.0.26100, Windows Server 2025) and that
+	// you have checked against this Calico version's release notes: plan
+	// stops warning about their nodes (P004).
+	CheckedWindowsBuilds []string `yaml:"checkedWindowsBuilds,omitempty" json:"checkedWindowsBuilds,omitempty"`
 }
 
 // KubeProxy configures kube-proxy on Linux nodes.

@@ -54,7 +54,7 @@ func Rules() []Rule {
 		{ID: "S202", Name: "pod-cidr-capacity", Doc: "The pod CIDR holds at least one address block per node (a warning below two per node: a node that cannot get a second block stops at one block of pods).", check: checkPodCapacity},
 		{ID: "S203", Name: "service-cidr-size", Doc: "The service CIDR is no larger than /12 (kube-apiserver's limit of 20 host bits for IPv4) and leaves room for the API and DNS service IPs.", check: checkServiceCIDR},
 		{ID: "S301", Name: "windows-computer-name", Doc: "A Windows node's name is at most 15 characters: the node name comes from the computer name, and a NetBIOS name is at most 15 characters.", check: checkWindowsName},
-		{ID: "S302", Name: "windows-build", Doc: "windows.build is a known Windows Server build: 10.0.17763 (2019), 10.0.20348 (2022), 10.0.26100 (2025); it picks the RuntimeClass and image tags.", check: checkWindowsBuild},
+		{ID: "S302", Name: "windows-build", Doc: "windows.build is a known Windows Server build: 10.0.17763 (2019), 10.0.20348 (2022), 10.0.26100 (2025); it picks the RuntimeClass and image tags. So is every build of calico.checkedWindowsBuilds.", check: checkWindowsBuild},
 		{ID: "S303", Name: "windows-block-capacity", Doc: "On Windows, Calico holds one block per node and reserves 4 of its addresses, so max pods = addresses per block - 4; the block must leave at least one pod address.", check: checkWindowsBlock},
 		{ID: "S401", Name: "windows-encapsulation", Doc: "With a Windows node, Calico encapsulation is VXLAN (not VXLANCrossSubnet, IPIP or None): Calico for Windows supports only VXLAN without BGP.", check: checkWindowsEncapsulation},
 		{ID: "S402", Name: "windows-bgp", Doc: "With a Windows node, Calico BGP is Disabled: Calico for Windows cannot do VXLAN together with BGP.", check: checkWindowsBGP},
@@ -426,6 +426,11 @@ func checkWindowsBuild(v *validator) {
 		}
 		if _, ok := WindowsReleaseForBuild(node.Windows.Build); !ok {
 			v.errorf(nodePath(i, "windows.build"), "%q is not a known Windows Server build; known builds: %s", node.Windows.Build, knownBuilds())
+		}
+	}
+	for i, b := range v.c.Spec.Calico.CheckedWindowsBuilds {
+		if _, ok := WindowsReleaseForBuild(b); !ok {
+			v.errorf(fmt.Sprintf("spec.calico.checkedWindowsBuilds[%d]", i), "%q is not a known Windows Server build; known builds: %s", b, knownBuilds())
 		}
 	}
 }
