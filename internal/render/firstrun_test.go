@@ -176,3 +176,35 @@ func TestPrepareWindowsUpdateAndPendingReboot(t *testing.T) {
 		}
 	}
 }
+
+// The root-level directories lose what they inherit from C: (Authenticated
+// Users: Modify) before the script puts anything in them, in both modes;
+// only the pods' volumes stay open to Users (containers running as
+// ContainerUser).
+func TestPrepareDirectoryACLs(t *testing.T) {
+	for name, p := range map[string]*plan.Plan{"upstream": labPlan(t), "bundle": labOfflinePlan(t)} {
+		ps := strings.ReplaceAll(psText(t, mustRender(t, p, Options{}), "nodes/k8s-lab-win-1/prepare.ps1"), "\r\n", "\n")
+		loop := index(t, name, ps, `foreach ($dir in @('C:\k', 'C:\etc', 'C:\opt', 'C:\var')) {`)
+		acl := index(t, name, ps, `Invoke-Native 'icacls.exe' @($dir, '/inheritance:r', '/grant:r', '*S-1-5-32-544:(OI)(CI)F', '*S-1-5-18:(OI)(CI)F')`)
+		pods := index(t, name, ps, `Invoke-Native 'icacls.exe' @('C:\var\lib\kubelet\pods', '/grant:r', '*S-1-5-32-545:(OI)(CI)M')`)
+		if !(loop < acl && acl < pods) {
+			t.Errorf("%s: the directories are restricted, then the pods' directory opened", name)
+		}
+		// Before the first thing the script writes or reads there.
+		for _, later := range []string{"New-Item -ItemType Directory -Force -Path $WorkDir", "Step \"address", "\nStep 'Containers feature'", "\nTest-Bundle\n"} {
+			if i := strings.Index(ps, later); i >= 0 && i < pods {
+				t.Errorf("%s: %q comes before the directories are restricted", name, later)
+			}
+		}
+		// Users get nothing anywhere else; nothing is granted to Everyone
+		// or Authenticated Users.
+		if n := strings.Count(ps, "S-1-5-32-545"); n != 1 {
+			t.Errorf("%s: BUILTIN\\Users named %d times", name, n)
+		}
+		for _, bad := range []string{"S-1-1-0", "S-1-5-11", "Everyone", "Authenticated Users"} {
+			if strings.Contains(ps, "'*"+bad) || strings.Contains(ps, "'"+bad+":") {
+				t.Errorf("%s: grants %s", name, bad)
+			}
+		}
+	}
+}

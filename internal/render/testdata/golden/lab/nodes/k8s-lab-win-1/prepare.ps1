@@ -196,6 +196,22 @@ function Install-Kubelet {
     try { & $script -KubernetesVersion $KubernetesVersion } finally { Pop-Location }
 }
 
+Step 'permissions: C:\k, C:\etc, C:\opt and C:\var for Administrators and SYSTEM only'
+# Directories made at the root of C: inherit "Authenticated Users: Modify"
+# from it: any local user could replace kubelet.exe and StartKubelet.ps1
+# (run as SYSTEM by the kubelet service), the CNI plugins in C:\opt\cni\bin
+# (run as SYSTEM by containerd) or kubeadm-flags.env (the kubelet's flags),
+# and read the kubelet's keys. Inheritance from C: is removed; what is
+# below inherits Administrators and SYSTEM, Full control.
+foreach ($dir in @('C:\k', 'C:\etc', 'C:\opt', 'C:\var')) {
+    New-Item -ItemType Directory -Force -Path $dir | Out-Null
+    Invoke-Native 'icacls.exe' @($dir, '/inheritance:r', '/grant:r', '*S-1-5-32-544:(OI)(CI)F', '*S-1-5-18:(OI)(CI)F') | Out-Null
+}
+# The pods' volumes (emptyDir, Secrets, service account tokens) are reached
+# through the host's ACL by containers that run as ContainerUser, which the
+# host counts among its Users: they keep Modify there, and only there.
+New-Item -ItemType Directory -Force -Path 'C:\var\lib\kubelet\pods' | Out-Null
+Invoke-Native 'icacls.exe' @('C:\var\lib\kubelet\pods', '/grant:r', '*S-1-5-32-545:(OI)(CI)M') | Out-Null
 New-Item -ItemType Directory -Force -Path $WorkDir, 'C:\k\patches' | Out-Null
 
 Step "address $Address/$PrefixLength on $InterfaceAlias"
