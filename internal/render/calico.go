@@ -36,11 +36,18 @@ type installationSpec struct {
 }
 
 type calicoNetwork struct {
-	BGP              string   `json:"bgp"`
-	LinuxDataplane   string   `json:"linuxDataplane"`
-	WindowsDataplane string   `json:"windowsDataplane,omitempty"`
-	MTU              *int32   `json:"mtu,omitempty"`
-	IPPools          []ipPool `json:"ipPools"`
+	BGP                        string                    `json:"bgp"`
+	LinuxDataplane             string                    `json:"linuxDataplane"`
+	WindowsDataplane           string                    `json:"windowsDataplane,omitempty"`
+	MTU                        *int32                    `json:"mtu,omitempty"`
+	NodeAddressAutodetectionV4 *nodeAddressAutodetection `json:"nodeAddressAutodetectionV4,omitempty"`
+	IPPools                    []ipPool                  `json:"ipPools"`
+}
+
+// nodeAddressAutodetection is the operator's NodeAddressAutodetection with
+// the one method hybridctl sets.
+type nodeAddressAutodetection struct {
+	Kubernetes string `json:"kubernetes,omitempty"`
 }
 
 type ipPool struct {
@@ -111,6 +118,13 @@ func calicoInstallation(p *plan.Plan) ([]byte, error) {
 				}},
 			},
 		},
+	}
+	if p.Calico.WindowsDataplane != "" {
+		// Each node's address is its Node's InternalIP, which the Windows
+		// kubelets get from the spec (--node-ip), instead of the operator's
+		// default firstFound: on Windows the first address found may be the
+		// NAT or HNS adapter's.
+		inst.Spec.CalicoNetwork.NodeAddressAutodetectionV4 = &nodeAddressAutodetection{Kubernetes: "NodeInternalIP"}
 	}
 	if p.Registry != nil {
 		inst.Spec.Registry = p.Registry.Prefix + "/"

@@ -32,7 +32,14 @@ type nodeRegistration struct {
 	Name                  string         `json:"name"`
 	CRISocket             string         `json:"criSocket"`
 	Taints                []corev1.Taint `json:"taints,omitempty"`
+	KubeletExtraArgs      []arg          `json:"kubeletExtraArgs,omitempty"`
 	IgnorePreflightErrors []string       `json:"ignorePreflightErrors,omitempty"`
+}
+
+// arg is one of kubeadm v1beta4's extra arguments (a name and a value).
+type arg struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 type clusterConfiguration struct {
@@ -205,6 +212,11 @@ func joinConfig(p *plan.Plan, n plan.Node, o Options) ([]byte, error) {
 		jc.NodeRegistration.IgnorePreflightErrors = ignorePreflight(p)
 	}
 	if n.IsWindows() {
+		// The kubelet reports the spec's address as the node's InternalIP
+		// instead of picking one: Calico's own Windows kubelet script pins
+		// it because the kubelet has been seen to take the NAT interface's,
+		// and hybridctl's CSR approver accepts only the spec's address.
+		jc.NodeRegistration.KubeletExtraArgs = []arg{{Name: "node-ip", Value: n.Address}}
 		jc.Patches = &patches{Directory: WindowsPatchesDir}
 		where = `C:\k\join.yaml`
 		cmd = `kubeadm join --config C:\k\join.yaml`
