@@ -43,10 +43,19 @@ func TestPrepareNativeStderrHarmless(t *testing.T) {
 		index(t, "Invoke-Native", body, want)
 	}
 	upstream := index(t, "prepare.ps1", ps, "& $script -ContainerDVersion")
-	for _, prog := range []string{"curl.exe", "tar.exe", "tar", "DISM", "containerd.exe", "nssm"} {
+	for _, prog := range []string{"curl.exe", "tar.exe", "tar", "DISM", "nssm"} {
 		if d := index(t, "prepare.ps1", ps, "function "+prog+" { Invoke-Native "); d > upstream {
 			t.Errorf("%s is shadowed only after the upstream scripts run", prog)
 		}
+	}
+	// containerd.exe's shadow adds the log file to the service registration.
+	shadow := ps[index(t, "prepare.ps1", ps, "function containerd.exe {"):]
+	shadow = shadow[:index(t, "containerd.exe", shadow, "\n}\n")]
+	if index(t, "prepare.ps1", ps, "function containerd.exe {") > upstream {
+		t.Error("containerd.exe is shadowed only after the upstream scripts run")
+	}
+	for _, want := range []string{"$a -contains '--register-service' -and $a -notcontains '--log-file'", "$a += @('--log-file', $ContainerdLog)", "Invoke-Native 'containerd.exe' $a"} {
+		index(t, "containerd.exe", shadow, want)
 	}
 	// Outside Invoke-Native nothing calls a program bare.
 	bare := regexp.MustCompile(`(?m)^\s*(& )?(w32tm|curl\.exe|icacls(\.exe)?|sc\.exe|nssm|tar(\.exe)?)\b`)
@@ -207,4 +216,32 @@ func TestPrepareDirectoryACLs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// containerd logs to a file (registered with --log-file, and a service
+// registered without it is installed again); Defender's exclusions cover
+// containerd's data, programs and processes, and a failure to set them is
+// reported, not fatal.
+func TestPrepareContainerdLogAndDefender(t *testing.T) {
+	for name, p := range map[string]*plan.Plan{"upstream": labPlan(t), "bundle": labOfflinePlan(t)} {
+		ps := strings.ReplaceAll(psText(t, mustRender(t, p, Options{}), "nodes/k8s-lab-win-1/prepare.ps1"), "\r\n", "\n")
+		index(t, name, ps, `$ContainerdLog = 'C:\var\log\containerd\containerd.log'`)
+		done := ps[index(t, name, ps, "function Test-ContainerdDone"):index(t, name, ps, "function Install-Runtime")]
+		index(t, name+" Test-ContainerdDone", done, `.Contains('--log-file')`)
+		step := ps[index(t, name, ps, "Step 'Microsoft Defender"):]
+		step = step[:index(t, name, step, "\nStep ")]
+		for _, want := range []string{
+			"Get-Command -Name Add-MpPreference -ErrorAction SilentlyContinue",
+			`-ExclusionPath @('C:\ProgramData\containerd', $ContainerdDir)`,
+			`-ExclusionProcess @($ContainerdExe, (Join-Path $ContainerdDir 'containerd-shim-runhcs-v1.exe'))`,
+			"} catch {",
+		} {
+			index(t, name+" Defender step", step, want)
+		}
+		if index(t, name, ps, "Step 'Microsoft Defender") < index(t, name, ps, "if (-not (Test-ContainerdDone))") {
+			t.Errorf("%s: the exclusions name containerd's directory before it is installed", name)
+		}
+	}
+	bundle := strings.ReplaceAll(psText(t, mustRender(t, labOfflinePlan(t), Options{}), "nodes/k8s-lab-win-1/prepare.ps1"), "\r\n", "\n")
+	index(t, "bundle", bundle, "Invoke-Native $ContainerdExe @('--register-service', '--log-file', $ContainerdLog)")
 }

@@ -128,7 +128,7 @@ func TestWindowsBundlePrepare(t *testing.T) {
 		"$config = Set-CniDirs @(Invoke-Native $ContainerdExe @('config', 'default'))",
 		`if ($key -eq 'bin_dirs') { $value = "['c:/opt/cni/bin']" } elseif ($key -eq 'bin_dir') { $value = "'c:/opt/cni/bin'" }`,
 		`$value = "'c:/etc/cni/net.d'"`,
-		"Invoke-Native $ContainerdExe @('--register-service')",
+		"Invoke-Native $ContainerdExe @('--register-service', '--log-file', $ContainerdLog)",
 		"runtime-endpoint: npipe://./pipe/containerd-containerd`nimage-endpoint: npipe://./pipe/containerd-containerd`n",
 		// PrepareNode.ps1's steps.
 		// PrepareNode.ps1 requires containerd's pipe; it may take a moment
