@@ -245,3 +245,44 @@ func TestPrepareContainerdLogAndDefender(t *testing.T) {
 	bundle := strings.ReplaceAll(psText(t, mustRender(t, labOfflinePlan(t), Options{}), "nodes/k8s-lab-win-1/prepare.ps1"), "\r\n", "\n")
 	index(t, "bundle", bundle, "Invoke-Native $ContainerdExe @('--register-service', '--log-file', $ContainerdLog)")
 }
+
+// A second run stops at once while one runs; a deleted service is waited
+// for before it is registered again; the containerd pipe is waited for
+// before the kubelet step in both modes; the upstream scripts run without
+// this script's strict mode.
+func TestPrepareConcurrencyAndUpstreamIsolation(t *testing.T) {
+	for name, p := range map[string]*plan.Plan{"upstream": labPlan(t), "bundle": labOfflinePlan(t)} {
+		ps := strings.ReplaceAll(psText(t, mustRender(t, p, Options{}), "nodes/k8s-lab-win-1/prepare.ps1"), "\r\n", "\n")
+		lock := index(t, name, ps, `$RunLock = New-Object System.Threading.Mutex($false, 'Global\hybridctl-prepare')`)
+		index(t, name, ps, "try { $locked = $RunLock.WaitOne(0) } catch { $locked = $true }")
+		index(t, name, ps, "if (-not $locked) {")
+		if lock > index(t, name, ps, "\nStep ") {
+			t.Errorf("%s: a step runs before the run lock is taken", name)
+		}
+		for _, svc := range []string{"kubelet", "containerd"} {
+			if !strings.Contains(ps, "Wait-ServiceGone '"+svc+"'") {
+				t.Errorf("%s: the %s service is registered again without waiting for its deletion", name, svc)
+			}
+		}
+		kinst := ps[index(t, name, ps, "function Install-Kubelet"):]
+		pipe := index(t, name+" Install-Kubelet", kinst, "while (-not (Test-Path '//./pipe/containerd-containerd'))")
+		for _, after := range []string{"& $script", "Invoke-Native $NssmExe @('install'"} {
+			if i := strings.Index(kinst, after); i >= 0 && i < pipe {
+				t.Errorf("%s: %q before the containerd pipe is there", name, after)
+			}
+		}
+		if strings.Count(ps, "//./pipe/containerd-containerd'))") != 1 {
+			t.Errorf("%s: the pipe wait is not in one place", name)
+		}
+	}
+	up := strings.ReplaceAll(psText(t, mustRender(t, labPlan(t), Options{}), "nodes/k8s-lab-win-1/prepare.ps1"), "\r\n", "\n")
+	calls := regexp.MustCompile(`(?m)^.*& \$script\b.*$`).FindAllString(up, -1)
+	if len(calls) != 2 {
+		t.Fatalf("upstream script calls: %q", calls)
+	}
+	for _, c := range calls {
+		if !strings.Contains(c, "& { Set-StrictMode -Off; & $script ") {
+			t.Errorf("an upstream script runs under this script's strict mode: %s", c)
+		}
+	}
+}

@@ -80,11 +80,15 @@ func kubeProxyWindows(p *plan.Plan) ([]byte, error) {
 					}},
 					HostNetwork: true,
 					Containers: []corev1.Container{{
-						Name:            "kube-proxy",
-						Image:           p.KubeProxy.WindowsImage,
-						Args:            []string{"$env:CONTAINER_SANDBOX_MOUNT_POINT/kube-proxy/start.ps1"},
-						WorkingDir:      "$env:CONTAINER_SANDBOX_MOUNT_POINT/kube-proxy/",
-						ImagePullPolicy: corev1.PullAlways,
+						Name:       "kube-proxy",
+						Image:      p.KubeProxy.WindowsImage,
+						Args:       []string{"$env:CONTAINER_SANDBOX_MOUNT_POINT/kube-proxy/start.ps1"},
+						WorkingDir: "$env:CONTAINER_SANDBOX_MOUNT_POINT/kube-proxy/",
+						// Not upstream's Always: the tag names the cluster's
+						// version, so one pull per node and version is enough,
+						// and a restart does not depend on Docker Hub (its
+						// rate limits) or on the tag not having moved.
+						ImagePullPolicy: corev1.PullIfNotPresent,
 						Env: []corev1.EnvVar{
 							{Name: "NODENAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "spec.nodeName"}}},
 							{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},

@@ -328,9 +328,13 @@ func TestResetWindowsOrder(t *testing.T) {
 		}
 		sent = append(sent, string(b))
 	}
-	// reset script, boot id, the task, boot id (reconnect after reboot).
-	if len(sent) != 4 {
-		t.Fatalf("%d commands sent, want 4:\n%s", len(sent), strings.Join(sent, "\n----\n"))
+	// reset script, boot id, the task, boot id (reconnect after reboot),
+	// the task deleted.
+	if len(sent) != 5 {
+		t.Fatalf("%d commands sent, want 5:\n%s", len(sent), strings.Join(sent, "\n----\n"))
+	}
+	if !strings.Contains(sent[4], "Get-ScheduledTask -TaskName 'hybridctl-reset' -ErrorAction SilentlyContinue | Unregister-ScheduledTask -Confirm:$false") {
+		t.Errorf("the task is deleted after the reboot:\n%s", sent[4])
 	}
 	first := sent[0]
 	cni := strings.Index(first, `Remove-Item -Path 'C:\etc\cni\net.d\*'`)
@@ -349,7 +353,7 @@ func TestResetWindowsOrder(t *testing.T) {
 		}
 	}
 	final := strings.Split(windowsResetFinal, "\n")
-	if len(final) != 4 || final[1] != "Get-HnsNetwork | Remove-HnsNetwork" || final[3] != "Restart-Computer -Force" {
+	if len(final) != 3 || final[1] != "Get-HnsNetwork | Remove-HnsNetwork" || final[2] != "Restart-Computer -Force" || strings.Contains(windowsResetFinal, "Unregister") {
 		t.Errorf("the task's script: %q", final)
 	}
 
@@ -370,13 +374,13 @@ func TestResetWindowsOrder(t *testing.T) {
 	if err == nil || !strings.Contains(engine.CommandOutput(err), "unable to reach the API") {
 		t.Fatalf("want the kubeadm failure with its output, got %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(srv.Dir, "ps.6")); err == nil {
+	if _, err := os.Stat(filepath.Join(srv.Dir, "ps.7")); err == nil {
 		t.Error("after a failed kubeadm reset nothing more may be sent")
 	}
 
 	lines, _ := engine.Impl(reset).(engine.DryRunner).DryRun(ctx, win)
-	if len(lines) != 4 || !strings.Contains(lines[1], "net.d") || !strings.Contains(lines[0], `C:\k\kubeadm.exe`) ||
-		!strings.Contains(lines[2], "Remove-HnsNetwork; ") || !strings.Contains(lines[3], "new boot id") {
+	if len(lines) != 5 || !strings.Contains(lines[1], "net.d") || !strings.Contains(lines[0], `C:\k\kubeadm.exe`) ||
+		!strings.Contains(lines[2], "Remove-HnsNetwork; ") || !strings.Contains(lines[3], "new boot id") || !strings.Contains(lines[4], "Unregister-ScheduledTask") {
 		t.Errorf("Windows dry-run: %q", lines)
 	}
 }

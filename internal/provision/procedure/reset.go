@@ -37,11 +37,16 @@ const (
 	// networks drops the node's address for a few seconds (the guide says
 	// so), which would cut the SSH session that started it. The reboot
 	// returns the address to the physical adapter. It goes on after an
-	// error, so the node always reboots.
+	// error, so the node always reboots. It does not delete its own task
+	// (whether deleting a running task ends it is not documented, and then
+	// the node would not reboot): hybridctl deletes it once the node is
+	// back (windowsResetUnregister).
 	windowsResetFinal = "$ErrorActionPreference = 'Continue'\n" +
 		"Get-HnsNetwork | Remove-HnsNetwork\n" +
-		"Unregister-ScheduledTask -TaskName '" + windowsResetTask + "' -Confirm:$false\n" +
 		"Restart-Computer -Force"
+	// windowsResetUnregister deletes the final step's task after the
+	// reboot; a task already gone is not an error.
+	windowsResetUnregister = "Get-ScheduledTask -TaskName '" + windowsResetTask + "' -ErrorAction SilentlyContinue | Unregister-ScheduledTask -Confirm:$false"
 )
 
 // windowsResetScript is the Windows reset while the SSH session is still
@@ -133,7 +138,8 @@ func (p *hostReset) DryRun(_ context.Context, h engine.Host) ([]string, error) {
 	if h.OS == engine.Windows {
 		out = append(out, "read the boot id; start scheduled task "+windowsResetTask+" (SYSTEM, detached): "+
 			strings.ReplaceAll(strings.TrimPrefix(windowsResetFinal, "$ErrorActionPreference = 'Continue'\n"), "\n", "; "),
-			"wait until the node is back (new boot id)")
+			"wait until the node is back (new boot id)",
+			"run: "+windowsResetUnregister)
 	}
 	return out, nil
 }
@@ -180,6 +186,9 @@ func (p *hostReset) Run(ctx context.Context, h engine.Host) error {
 	}
 	if err := c.WaitForReboot(rctx, before); err != nil {
 		return fmt.Errorf("rebooting after reset: %w", err)
+	}
+	if _, err := c.Run(ctx, windowsResetUnregister); err != nil {
+		return fmt.Errorf("deleting the scheduled task %s after the reboot: %w", windowsResetTask, err)
 	}
 	return nil
 }

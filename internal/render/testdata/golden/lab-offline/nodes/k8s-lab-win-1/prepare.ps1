@@ -118,6 +118,19 @@ function Assert-NoRebootPending {
     }
 }
 
+# Wait-ServiceGone waits until a deleted service is gone: the service
+# manager only marks it for deletion while a handle to it is open, and
+# registering it again before then fails (ERROR_SERVICE_MARKED_FOR_DELETE).
+function Wait-ServiceGone([string] $Name) {
+    $deadline = (Get-Date).AddSeconds(60)
+    while ($null -ne (Get-Service -Name $Name -ErrorAction SilentlyContinue)) {
+        if ((Get-Date) -gt $deadline) {
+            throw "the $Name service is still marked for deletion after 60 s (a program holds it open: close services.msc or Event Viewer, or reboot), then run this again"
+        }
+        Start-Sleep -Seconds 1
+    }
+}
+
 # Removes a directory symbolic link without following it.
 function Remove-Link([string] $Path) {
     $item = Get-Item -LiteralPath $Path -Force -ErrorAction SilentlyContinue
@@ -245,6 +258,8 @@ function Install-Runtime {
         } else {
             Invoke-Native 'sc.exe' @('delete', 'containerd')
         }
+        Wait-ServiceGone 'containerd'
+
     }
     # What Install-Containerd.ps1 does, from the bundle: the release's bin\
     # (containerd.exe, containerd-shim-runhcs-v1.exe, ctr.exe) and crictl.exe
@@ -301,15 +316,13 @@ function Install-Kubelet {
     if ($null -ne (Get-Service kubelet -ErrorAction SilentlyContinue)) {
         Stop-Service kubelet -Force
         Invoke-Native 'sc.exe' @('delete', 'kubelet')
+        Wait-ServiceGone 'kubelet'
     }
     Get-NetFirewallRule -Name 'kubelet' -ErrorAction SilentlyContinue | Remove-NetFirewallRule
-    # What PrepareNode.ps1 does, from the bundle: kubelet.exe and kubeadm.exe
-    # in C:\k (on the machine PATH); the directories the kubelet's Linux-style
-    # paths mean on Windows and the pki link; StartKubelet.ps1; nssm, and
-    # the kubelet service through it, depending on containerd, its output
-    # in C:\var\log\kubelet rotated daily or at 10 MB. The service stays
-    # stopped until kubeadm join starts it.
-    # containerd was just (re)started: give it time to open its pipe.
+    # containerd may have just been (re)started, and it reports Running to
+    # the service manager before it opens its pipe (containerd's Windows
+    # service handler); the kubelet's service
+    # needs it: give it time.
     $deadline = (Get-Date).AddSeconds(60)
     while (-not (Test-Path '//./pipe/containerd-containerd')) {
         if ((Get-Date) -gt $deadline) {
@@ -317,6 +330,12 @@ function Install-Kubelet {
         }
         Start-Sleep -Seconds 2
     }
+    # What PrepareNode.ps1 does, from the bundle: kubelet.exe and kubeadm.exe
+    # in C:\k (on the machine PATH); the directories the kubelet's Linux-style
+    # paths mean on Windows and the pki link; StartKubelet.ps1; nssm, and
+    # the kubelet service through it, depending on containerd, its output
+    # in C:\var\log\kubelet rotated daily or at 10 MB. The service stays
+    # stopped until kubeadm join starts it.
     New-Item -ItemType Directory -Force -Path 'C:\k', 'C:\var\log\kubelet', 'C:\var\lib\kubelet\etc\kubernetes', 'C:\etc\kubernetes\pki', 'C:\etc\kubernetes\manifests', $NssmDir | Out-Null
     Copy-Item -LiteralPath (Get-BundlePath $KubeletFile) -Destination $KubeletExe -Force
     Copy-Item -LiteralPath (Get-BundlePath $KubeadmFile) -Destination $KubeadmExe -Force
@@ -360,6 +379,16 @@ exit $LASTEXITCODE
     Invoke-Native $NssmExe @('set', 'kubelet', 'AppRotateSeconds', '86400')
     Invoke-Native $NssmExe @('set', 'kubelet', 'AppRotateBytes', '10485760')
     Invoke-Native $NssmExe @('set', 'kubelet', 'DependOnService', 'containerd')
+}
+
+# One run at a time: sshd does not end a command when its session closes,
+# so an interrupted run may still be at work when apply starts another.
+# The mutex is the process's: it goes when the process ends, however it
+# ends (an abandoned one is taken over).
+$RunLock = New-Object System.Threading.Mutex($false, 'Global\hybridctl-prepare')
+try { $locked = $RunLock.WaitOne(0) } catch { $locked = $true }
+if (-not $locked) {
+    throw 'another prepare.ps1 is running on this node (an earlier run that was interrupted): wait until it ends (Get-CimInstance Win32_Process -Filter "Name = ''powershell.exe''" shows its command line), then run this again'
 }
 
 Step 'permissions: C:\k, C:\etc, C:\opt and C:\var for Administrators and SYSTEM only'

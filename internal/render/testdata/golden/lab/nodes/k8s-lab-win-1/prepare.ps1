@@ -126,6 +126,19 @@ function Assert-NoRebootPending {
     }
 }
 
+# Wait-ServiceGone waits until a deleted service is gone: the service
+# manager only marks it for deletion while a handle to it is open, and
+# registering it again before then fails (ERROR_SERVICE_MARKED_FOR_DELETE).
+function Wait-ServiceGone([string] $Name) {
+    $deadline = (Get-Date).AddSeconds(60)
+    while ($null -ne (Get-Service -Name $Name -ErrorAction SilentlyContinue)) {
+        if ((Get-Date) -gt $deadline) {
+            throw "the $Name service is still marked for deletion after 60 s (a program holds it open: close services.msc or Event Viewer, or reboot), then run this again"
+        }
+        Start-Sleep -Seconds 1
+    }
+}
+
 # Removes a directory symbolic link without following it.
 function Remove-Link([string] $Path) {
     $item = Get-Item -LiteralPath $Path -Force -ErrorAction SilentlyContinue
@@ -155,10 +168,13 @@ function Install-Runtime {
         } else {
             Invoke-Native 'sc.exe' @('delete', 'containerd')
         }
+        Wait-ServiceGone 'containerd'
+
     }
     $script = Join-Path $WorkDir 'Install-Containerd.ps1'
     Get-Script $InstallContainerdUrl $InstallContainerdSha256 $script
-    & $script -ContainerDVersion $ContainerdVersion -crictlVersion $CrictlVersion -skipHypervisorSupportCheck
+    # Strict mode is this script's own: the upstream script runs without it.
+    & { Set-StrictMode -Off; & $script -ContainerDVersion $ContainerdVersion -crictlVersion $CrictlVersion -skipHypervisorSupportCheck }
     if ($null -eq (Get-Service containerd -ErrorAction SilentlyContinue)) {
         Stop-ForReboot 'Install-Containerd.ps1 enabled the Hyper-V feature'
     }
@@ -202,12 +218,34 @@ function Install-Kubelet {
     if ($null -ne (Get-Service kubelet -ErrorAction SilentlyContinue)) {
         Stop-Service kubelet -Force
         Invoke-Native 'sc.exe' @('delete', 'kubelet')
+        Wait-ServiceGone 'kubelet'
     }
     Get-NetFirewallRule -Name 'kubelet' -ErrorAction SilentlyContinue | Remove-NetFirewallRule
+    # containerd may have just been (re)started, and it reports Running to
+    # the service manager before it opens its pipe (containerd's Windows
+    # service handler); PrepareNode.ps1 stops at once when the pipe is missing, and the kubelet
+    # needs it: give it time.
+    $deadline = (Get-Date).AddSeconds(60)
+    while (-not (Test-Path '//./pipe/containerd-containerd')) {
+        if ((Get-Date) -gt $deadline) {
+            throw 'containerd is not serving (no \\.\pipe\containerd-containerd after 60 s): see the containerd step above and Get-Service containerd'
+        }
+        Start-Sleep -Seconds 2
+    }
     $script = Join-Path $WorkDir 'PrepareNode.ps1'
     Get-Script $PrepareNodeUrl $PrepareNodeSha256 $script
     Push-Location $WorkDir
-    try { & $script -KubernetesVersion $KubernetesVersion } finally { Pop-Location }
+    try { & { Set-StrictMode -Off; & $script -KubernetesVersion $KubernetesVersion } } finally { Pop-Location }
+}
+
+# One run at a time: sshd does not end a command when its session closes,
+# so an interrupted run may still be at work when apply starts another.
+# The mutex is the process's: it goes when the process ends, however it
+# ends (an abandoned one is taken over).
+$RunLock = New-Object System.Threading.Mutex($false, 'Global\hybridctl-prepare')
+try { $locked = $RunLock.WaitOne(0) } catch { $locked = $true }
+if (-not $locked) {
+    throw 'another prepare.ps1 is running on this node (an earlier run that was interrupted): wait until it ends (Get-CimInstance Win32_Process -Filter "Name = ''powershell.exe''" shows its command line), then run this again'
 }
 
 Step 'permissions: C:\k, C:\etc, C:\opt and C:\var for Administrators and SYSTEM only'
