@@ -440,6 +440,9 @@ func (e *Engine) runStep(ctx context.Context, start time.Time, s *step) stepResu
 	ctx = context.WithValue(ctx, warnKey{}, func(msg string) {
 		e.emit(start, Event{Type: EventWarning, Phase: name(s.phase), Host: s.host.Name, Reason: msg})
 	})
+	ctx = context.WithValue(ctx, progressKey{}, func(msg string) {
+		e.emit(start, Event{Type: EventProgress, Phase: name(s.phase), Host: s.host.Name, Reason: msg})
+	})
 	err := s.phase.Run(ctx, s.host)
 	res.elapsed = time.Since(t0)
 	if err == nil && ctx.Err() != nil {
@@ -456,11 +459,22 @@ func (e *Engine) runStep(ctx context.Context, start time.Time, s *step) stepResu
 
 type warnKey struct{}
 
+type progressKey struct{}
+
 // Warn reports a warning from a running phase (a preflight check that is
 // not fatal, say) as an event of its step. Outside the engine it does
 // nothing.
 func Warn(ctx context.Context, format string, args ...any) {
 	if f, ok := ctx.Value(warnKey{}).(func(string)); ok {
+		f(fmt.Sprintf(format, args...))
+	}
+}
+
+// Progress reports what a running phase is doing or waiting for (a wait
+// that may take minutes, say) as an event of its step: not a warning,
+// nothing to act on. Outside the engine it does nothing.
+func Progress(ctx context.Context, format string, args ...any) {
+	if f, ok := ctx.Value(progressKey{}).(func(string)); ok {
 		f(fmt.Sprintf(format, args...))
 	}
 }

@@ -610,22 +610,30 @@ func (e *fakeCmdErr) Error() string         { return "command failed: exit statu
 func (e *fakeCmdErr) CommandOutput() string { return e.out }
 
 func TestWarnEvent(t *testing.T) {
-	var got []Event
+	var got, progress []Event
 	rep := ReporterFunc(func(e Event) {
-		if e.Type == EventWarning {
+		switch e.Type {
+		case EventWarning:
 			got = append(got, e)
+		case EventProgress:
+			progress = append(progress, e)
 		}
 	})
 	phases := []Phase{&Func{Name: "a", On: ControlPlanes, RunOnHost: func(ctx context.Context, h Host) error {
 		Warn(ctx, "os-version: %s is not %s", "debian", "ubuntu")
+		Progress(ctx, "waiting for %s", "deployment ns/web")
 		return nil
 	}}}
 	Warn(context.Background(), "outside the engine: ignored")
+	Progress(context.Background(), "outside the engine: ignored")
 	if err := newEngine(t, phases, labHosts(), Options{Reporter: rep}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || got[0].Host != "k8s-lab-master-1" || got[0].Phase != "a" || got[0].Reason != "os-version: debian is not ubuntu" {
 		t.Errorf("warnings: %+v", got)
+	}
+	if len(progress) != 1 || progress[0].Host != "k8s-lab-master-1" || progress[0].Phase != "a" || progress[0].Reason != "waiting for deployment ns/web" {
+		t.Errorf("progress: %+v", progress)
 	}
 }
 

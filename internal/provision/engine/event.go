@@ -16,14 +16,15 @@ type EventType string
 
 // Event types, in the order a step can go through them.
 const (
-	EventStart   EventType = "start"   // the step began running
-	EventDone    EventType = "done"    // Run returned nil
-	EventSkip    EventType = "skip"    // not run: filtered, recorded in the state file, or already in place
-	EventFail    EventType = "fail"    // Run (or ShouldRun) returned an error
-	EventBlocked EventType = "blocked" // not run because a step it depends on did not finish
-	EventWarning EventType = "warning" // a running step reported something to look at (Warn)
-	EventDryRun  EventType = "dry-run" // what the step would do
-	EventSummary EventType = "summary" // the end of the run
+	EventStart    EventType = "start"    // the step began running
+	EventDone     EventType = "done"     // Run returned nil
+	EventSkip     EventType = "skip"     // not run: filtered, recorded in the state file, or already in place
+	EventFail     EventType = "fail"     // Run (or ShouldRun) returned an error
+	EventBlocked  EventType = "blocked"  // not run because a step it depends on did not finish
+	EventWarning  EventType = "warning"  // a running step reported something to look at (Warn)
+	EventProgress EventType = "progress" // a running step says what it is waiting for (Progress)
+	EventDryRun   EventType = "dry-run"  // what the step would do
+	EventSummary  EventType = "summary"  // the end of the run
 )
 
 // Event is one progress record. With -o json every event is one JSON object
@@ -158,6 +159,8 @@ func (r *TextReporter) Report(e Event) {
 		b.WriteString("would:")
 	case EventWarning:
 		fmt.Fprintf(&b, "warning: %s", termtext.Line(e.Reason))
+	case EventProgress:
+		b.WriteString(termtext.Line(e.Reason))
 	default:
 		b.WriteString(string(e.Type))
 	}

@@ -87,6 +87,7 @@ func TestTextReporterFormat(t *testing.T) {
 		{Type: EventSkip, Phase: "calico", Host: "cluster", Reason: "already in place"},
 		{Type: EventBlocked, Phase: "join", Host: "w", Reason: "calico did not finish on cluster"},
 		{Type: EventWarning, Phase: "preflight", Host: "w", Reason: "swap is on"},
+		{Type: EventProgress, Phase: "preflight", Host: "w", Reason: "waiting for deployment a/b\x1b[2J"},
 		{Type: EventFail, Phase: "join", Host: "w", ElapsedMS: 1500, Error: "exit status 1", Output: "line 1\nline 2\n"},
 		{Type: EventDryRun, Phase: "join", Host: "w", Actions: []string{"kubeadm join", "write /etc/x:\n  a: 1\n"}},
 		{Type: EventSummary, SinceStartMS: 200_000, Summary: &Summary{Done: 5, Skipped: 4, Failed: 3, Blocked: 2, NotRun: 1, ElapsedMS: 200_000}},
@@ -103,6 +104,7 @@ func TestTextReporterFormat(t *testing.T) {
 [    0.0s] calico        cluster           skipped: already in place
 [    0.0s] join          w                 not run: calico did not finish on cluster
 [    0.0s] preflight     w                 warning: swap is on
+[    0.0s] preflight     w                 waiting for deployment a/b\x1b[2J
 [    0.0s] join          w                 FAILED after 1.5s: exit status 1
           | line 1
           | line 2
