@@ -10,6 +10,7 @@ import (
 	certificatesv1 "k8s.io/client-go/kubernetes/typed/certificates/v1"
 	corev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	discoveryv1 "k8s.io/client-go/kubernetes/typed/discovery/v1"
+	policyv1 "k8s.io/client-go/kubernetes/typed/policy/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 )
@@ -25,6 +26,7 @@ type Interface interface {
 	AuthenticationV1() authenticationv1.AuthenticationV1Interface
 	CertificatesV1() certificatesv1.CertificatesV1Interface
 	DiscoveryV1() discoveryv1.DiscoveryV1Interface
+	PolicyV1() policyv1.PolicyV1Interface
 }
 
 // Clientset is Interface's implementation: one typed client per group,
@@ -37,6 +39,7 @@ type Clientset struct {
 	authenticationV1 *authenticationv1.AuthenticationV1Client
 	certificatesV1   *certificatesv1.CertificatesV1Client
 	discoveryV1      *discoveryv1.DiscoveryV1Client
+	policyV1         *policyv1.PolicyV1Client
 }
 
 var _ Interface = (*Clientset)(nil)
@@ -51,6 +54,7 @@ func (c *Clientset) CertificatesV1() certificatesv1.CertificatesV1Interface {
 	return c.certificatesV1
 }
 func (c *Clientset) DiscoveryV1() discoveryv1.DiscoveryV1Interface { return c.discoveryV1 }
+func (c *Clientset) PolicyV1() policyv1.PolicyV1Interface          { return c.policyV1 }
 
 // NewForConfig is kubernetes.NewForConfig for the groups of Interface.
 func NewForConfig(c *rest.Config) (*Clientset, error) {
@@ -91,6 +95,9 @@ func NewForConfigAndClient(c *rest.Config, hc *http.Client) (*Clientset, error) 
 		return nil, err
 	}
 	if cs.discoveryV1, err = discoveryv1.NewForConfigAndClient(&cfg, hc); err != nil {
+		return nil, err
+	}
+	if cs.policyV1, err = policyv1.NewForConfigAndClient(&cfg, hc); err != nil {
 		return nil, err
 	}
 	if cs.discovery, err = discovery.NewDiscoveryClientForConfigAndClient(&cfg, hc); err != nil {
