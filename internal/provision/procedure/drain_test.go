@@ -188,7 +188,7 @@ func TestDrainSemantics(t *testing.T) {
 	d := &drainer{client: admin, gracePeriod: 0, timeout: 3 * time.Second, evictRetry: 200 * time.Millisecond, poll: 100 * time.Millisecond, chunk: 2}
 	start := time.Now()
 	_, err = d.drain(ctx, n)
-	if err == nil || !strings.Contains(err.Error(), ns+"/protected") || !strings.Contains(err.Error(), "disruption budget") || !strings.Contains(err.Error(), "within 3s") {
+	if err == nil || !strings.Contains(err.Error(), ns+"/protected") || !strings.Contains(err.Error(), "blocked by PodDisruptionBudget "+ns+"/db (The disruption budget db needs 1 healthy pods and has 1 currently)") || !strings.Contains(err.Error(), "within 3s") {
 		t.Fatalf("drain with a budget that allows no disruption: %v; want the pod, the budget and the timeout named", err)
 	}
 	if took := time.Since(start); took < 3*time.Second || took > 10*time.Second {

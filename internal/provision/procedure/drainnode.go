@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
@@ -193,8 +194,12 @@ func (d *drainer) evict(ctx context.Context, p corev1.Pod) error {
 	}
 	pods := d.client.CoreV1().Pods(p.Namespace)
 	var refused error // the last refusal, said when the time is up
+	var budget string // the budget that refused it, when one did
 	timedOut := func() error {
-		if refused != nil {
+		switch {
+		case budget != "":
+			return fmt.Errorf("evicting pod %s/%s: not done within %s: %s: %w", p.Namespace, p.Name, d.timeout, budget, refused)
+		case refused != nil:
 			return fmt.Errorf("evicting pod %s/%s: not done within %s: %w", p.Namespace, p.Name, d.timeout, refused)
 		}
 		return fmt.Errorf("evicting pod %s/%s: not done within %s", p.Namespace, p.Name, d.timeout)
@@ -209,6 +214,9 @@ func (d *drainer) evict(ctx context.Context, p corev1.Pod) error {
 			// Being deleted already with its namespace: wait for it.
 		case apierrors.IsTooManyRequests(err), apierrors.IsForbidden(err) && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 			refused = err
+			if b := d.refusingBudget(ctx, p, err); b != "" {
+				budget = b
+			}
 			select {
 			case <-ctx.Done():
 				return timedOut()
@@ -241,4 +249,45 @@ func (d *drainer) evict(ctx context.Context, p corev1.Pod) error {
 		case <-time.After(d.poll):
 		}
 	}
+}
+
+// refusingBudget names the PodDisruptionBudgets that refused evicting p
+// (those in its namespace whose selector matches it, as the API server
+// finds them) with the API server's reason, when err is a budget's
+// refusal; "" otherwise.
+func (d *drainer) refusingBudget(ctx context.Context, p corev1.Pod, err error) string {
+	var reasons []string
+	var st apierrors.APIStatus
+	if errors.As(err, &st) && st.Status().Details != nil {
+		for _, c := range st.Status().Details.Causes {
+			if c.Type == policyv1.DisruptionBudgetCause {
+				reasons = append(reasons, c.Message)
+			}
+		}
+	}
+	if len(reasons) == 0 {
+		return ""
+	}
+	var names []string
+	if list, err := d.client.PolicyV1().PodDisruptionBudgets(p.Namespace).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, b := range list.Items {
+			if b.Spec.Selector == nil {
+				continue // selects nothing
+			}
+			sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+			if err == nil && sel.Matches(labels.Set(p.Labels)) {
+				names = append(names, b.Namespace+"/"+b.Name)
+			}
+		}
+	}
+	slices.Sort(names)
+	who := "a PodDisruptionBudget"
+	switch len(names) {
+	case 0:
+	case 1:
+		who = "PodDisruptionBudget " + names[0]
+	default:
+		who = "PodDisruptionBudgets " + strings.Join(names, ", ")
+	}
+	return "blocked by " + who + " (" + strings.Join(reasons, "; ") + ")"
 }

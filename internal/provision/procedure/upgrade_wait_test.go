@@ -1,6 +1,7 @@
 package procedure
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -91,6 +92,8 @@ type waitFixture struct {
 	ns     string
 	nodes  [2]string
 	events *eventLog
+	// drainTimeout bounds each drain (default 20 s).
+	drainTimeout time.Duration
 }
 
 func newWaitFixture(t *testing.T, env *testenv.Env, prefix string) *waitFixture {
@@ -251,7 +254,7 @@ func (f *waitFixture) run(ctx context.Context, env *testenv.Env, availableTimeou
 		connect: func(_ context.Context, host string) (hostConn, error) {
 			return &upgradeHost{t: f.t, admin: f.admin, node: host, to: up.To, afterDrain: afterDrain}, nil
 		},
-		drainTimeout: 20 * time.Second, readyTimeout: 20 * time.Second, availableTimeout: availableTimeout, poll: 50 * time.Millisecond}
+		drainTimeout: cmp.Or(f.drainTimeout, 20*time.Second), readyTimeout: 20 * time.Second, availableTimeout: availableTimeout, poll: 50 * time.Millisecond}
 	e, err := engine.New([]engine.Phase{engine.Bind(engine.Descriptor{Name: "upgrade-linux-workers", Targets: engine.LinuxWorkers}, phase)}, hosts,
 		engine.Options{Reporter: f.events})
 	if err != nil {
@@ -566,5 +569,63 @@ func TestUpgradeDryRunSaysTheWait(t *testing.T) {
 		if !strings.HasPrefix(last, "wait up to 7m0s until what the drain evicted is available again") || !strings.Contains(last, "before another node is drained") {
 			t.Errorf("%s: last step %q", h.Name, last)
 		}
+	}
+}
+
+// TestUpgradeDrainBlockedByBudget, against the real API server: a drain
+// that a PodDisruptionBudget blocks (no disruption allowed) ends at the
+// drain timeout, naming the pod and the budget; the node is left cordoned
+// and marked (UpgradeAnnotation), at its old version, and the error says
+// so and how to go on. Nothing after the drain ran on it.
+func TestUpgradeDrainBlockedByBudget(t *testing.T) {
+	env := testenv.Get(t)
+	f := newWaitFixture(t, env, "upblocked")
+	a := f.nodes[0]
+	f.setPDB("web", 1) // 1 healthy, 1 desired: no disruption allowed
+	f.drainTimeout = 2 * time.Second
+	var mu sync.Mutex
+	var afterDrain []string
+	start := time.Now()
+	done := f.run(t.Context(), env, time.Minute, func(node string) {
+		mu.Lock()
+		defer mu.Unlock()
+		afterDrain = append(afterDrain, node)
+	})
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the run did not end:\n%s", f.events)
+	}
+	if err == nil {
+		t.Fatalf("a drain blocked by a budget: no error\n%s", f.events)
+	}
+	// Both nodes hold a pod of web; each drain lasts its 2 s timeout.
+	if took := time.Since(start); took < 4*time.Second || took > 30*time.Second {
+		t.Errorf("the two blocked drains took %s, want their 2 s timeouts", took)
+	}
+	fail, ok := f.events.find(engine.EventFail, a)
+	for _, want := range []string{
+		"drain " + a + ": evicting pod " + f.ns + "/web-5d4f-1: not done within 2s",
+		"blocked by PodDisruptionBudget " + f.ns + "/web (The disruption budget web needs 1 healthy pods and has 1 currently)",
+		a + " stays cordoned: run hybridctl upgrade again, or kubectl uncordon " + a,
+	} {
+		if !ok || !strings.Contains(fail.Error, want) {
+			t.Errorf("%s's failure %q: want %q", a, fail.Error, want)
+		}
+	}
+	if strings.Contains(fail.Error, "broken") {
+		t.Errorf("the failure names a budget that does not select the pod: %q", fail.Error)
+	}
+	if st := f.nodeState(a); st != "v1.36.3 unschedulable=true marked=true" {
+		t.Errorf("%s after its blocked drain: %s, want cordoned and marked at the old version", a, st)
+	}
+	if !f.podExists("web-5d4f-1") {
+		t.Errorf("the budgeted pod was evicted")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(afterDrain) != 0 {
+		t.Errorf("the upgrade went on after a blocked drain on %v", afterDrain)
 	}
 }
