@@ -31,6 +31,7 @@ func All() []Check {
 		{ID: "HC205", Needs: K(snapshot.KindNode), Uses: K(snapshot.KindClusterConfiguration), Run: kubeletVersionSkew},
 		{ID: "HC206", Needs: K(snapshot.KindNode), Run: linuxWorkersForWindows},
 		{ID: "HC207", Needs: K(snapshot.KindPod), Uses: K(snapshot.KindDeployment), Run: corednsSingleNode},
+		{ID: "HC208", Needs: K(snapshot.KindPod), Uses: wl(snapshot.KindNode), Run: imagePullFailed},
 		// Calico.
 		{ID: "HC301", Needs: K(snapshot.KindInstallation, snapshot.KindNode), Run: calicoWindowsDataplane},
 		{ID: "HC302", Needs: K(snapshot.KindInstallation), Uses: K(snapshot.KindNode), Run: calicoBGP},

@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -288,4 +289,55 @@ func inServiceCIDR(host string, cidrs []string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// HC208
+func imagePullFailed(c *Ctx) {
+	report := func(obj *snapshot.Object, ns, pod, node string, st *snapshot.PodStatus, tmpl *snapshot.PodSpec) {
+		// A Linux workload on a Windows node (HC101, HC102) and a manifest
+		// list without the node's platform (HC104, HC108) are the placement
+		// checks' findings, with the placement fix.
+		if n := c.Node(node); tmpl != nil && n != nil && n.IsWindows() && !c.IsWindowsTemplate(tmpl) {
+			return
+		}
+		images := map[string]string{}
+		if tmpl != nil {
+			for _, ct := range tmpl.AllContainers() {
+				images[ct.Name] = ct.Image
+			}
+		}
+		if node == "" {
+			node = "(none)"
+		}
+		for _, f := range st.PullFailures() {
+			if strings.Contains(f.Message, "no matching manifest") {
+				continue
+			}
+			image := cmp.Or(f.Image, images[f.Container], "its image")
+			msg := fmt.Sprintf("pod %s/%s on node %s cannot pull %s (container %s): %s", ns, pod, node, image, f.Container, f.Reason)
+			if m := strings.TrimSpace(f.Message); m != "" {
+				msg += ": " + m
+			}
+			c.Report(obj, msg, fmt.Sprintf("kubectl -n %s describe pod %s; check that %s exists for the node's OS, Windows build and architecture, that node %s reaches its registry, and that the pod has an imagePullSecret if the registry needs one", ns, pod, image, node))
+		}
+	}
+	// A pod is reported on the workload that controls it (where its image
+	// is set), else on itself.
+	done := map[*snapshot.Pod]bool{}
+	for _, w := range c.S.Workloads {
+		if w.Pod != nil {
+			report(&w.Object, w.Meta.Namespace, w.Meta.Name, w.Template.Spec.NodeName, w.Pod, &w.Template.Spec)
+			continue
+		}
+		for _, p := range c.PodsOf(w) {
+			done[p] = true
+			report(&w.Object, p.Namespace, p.Name, p.NodeName, &p.Status, &w.Template.Spec)
+		}
+	}
+	for _, p := range c.S.Pods {
+		if !done[p] {
+			obj := snapshot.Object{APIVersion: "v1", Kind: "Pod", Meta: snapshot.Meta{Namespace: p.Namespace, Name: p.Name}}
+			report(&obj, p.Namespace, p.Name, p.NodeName, &p.Status, nil)
+		}
+	}
 }

@@ -77,7 +77,9 @@ ready, the run was interrupted) is reported as not run.
 
 The probe image defaults to Kubernetes' agnhost, which runs on Linux and
 Windows (--probe-kit agnhost: netexec serves, connect probes). With -f, the
-spec's images.registry and dnsDomain apply. Another image needs the matching
+spec's checkWorkloads.image (under its images.registry) and dnsDomain apply.
+Probes whose image cannot be pulled (ErrImagePull, ImagePullBackOff) end
+the wait at once, naming each probe's node and image. Another image needs the matching
 --probe-kit: "hello" is the lab's hello (serve on :8080, get URL).
 
 Exit codes: 0 every test that ran passed; 1 a test failed; 2 usage error;
@@ -184,11 +186,12 @@ func (f *connectivityFlags) run(cmd *cobra.Command, s Streams, kf *kubeclient.Fl
 		if !fl.Changed("dns-domain") {
 			opts.DNSDomain = p.DNSDomain
 		}
+		// The spec's check workload image, already under images.registry.
 		if !fl.Changed("linux-image") {
-			opts.LinuxImage = p.Image(opts.LinuxImage)
+			opts.LinuxImage = p.CheckWorkloads.Image
 		}
 		if !fl.Changed("windows-image") {
-			opts.WindowsImage = p.Image(opts.WindowsImage)
+			opts.WindowsImage = p.CheckWorkloads.Image
 		}
 	}
 	// The plan's own checks (--external-target) before anything connects.

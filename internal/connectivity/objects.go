@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
 // Kit is the command set of a probe image: how a pod serves, idles and
@@ -27,9 +29,10 @@ type Kit struct {
 	Connect func(hostport string) []string
 }
 
-// DefaultImage is Kubernetes' own e2e probe: one manifest list for Linux and
-// the Windows Server builds; `netexec` serves HTTP, `connect` tests TCP.
-const DefaultImage = "registry.k8s.io/e2e-test-images/agnhost:2.53"
+// DefaultImage is Kubernetes' own e2e probe, the check workloads' default
+// image: one manifest list for Linux and the Windows Server builds;
+// `netexec` serves HTTP, `connect` tests TCP.
+const DefaultImage = spec.DefaultCheckWorkloadImage
 
 // Kits are the supported command sets, the default first.
 func Kits() []Kit {

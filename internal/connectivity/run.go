@@ -22,6 +22,7 @@ import (
 	"k8s.io/streaming/pkg/httpstream"
 
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
+	"github.com/hybridctl/hybridctl/internal/snapshot"
 )
 
 // Result is a test action's outcome.
@@ -205,6 +206,8 @@ type state struct {
 	services   map[string]*corev1.Service
 	pods       []*corev1.Pod
 	status     map[string]ProbeStatus
+	// pullFailed says, by probe, why its image cannot be pulled.
+	pullFailed map[string]string
 }
 
 // Run creates the plan's namespaces, ServiceAccounts, Services and probe
@@ -235,7 +238,7 @@ func (r *Runner) Run(ctx context.Context, p *Plan) (*Report, error) {
 		}
 		rep.Tests = append(rep.Tests, o)
 	}
-	st := &state{services: map[string]*corev1.Service{}, status: map[string]ProbeStatus{}}
+	st := &state{services: map[string]*corev1.Service{}, status: map[string]ProbeStatus{}, pullFailed: map[string]string{}}
 	var errs []error
 	runnable := slices.ContainsFunc(p.Actions, func(a Action) bool { return a.Skip == "" })
 	if runnable {
@@ -365,6 +368,18 @@ func (r *Runner) wait(ctx context.Context, p *Plan, st *state) error {
 				r.progress("%d probe pods ready", ready)
 				return nil
 			}
+			// A probe whose image cannot be pulled will not get ready:
+			// once every other one is, the wait ends with the images named.
+			if n := len(st.pullFailed); n > 0 && ready+n == len(p.Probes) {
+				var why []string
+				for _, pr := range p.Probes {
+					if m, ok := st.pullFailed[pr.Name]; ok {
+						why = append(why, m)
+					}
+				}
+				return fmt.Errorf("%d of %d probe pods cannot pull their image (the image must exist for the node's OS, Windows build and architecture and be reachable from the node; --linux-image, --windows-image, or spec.checkWorkloads.image with -f): %s",
+					n, len(p.Probes), strings.Join(why, "; "))
+			}
 			if line := r.waitingLine(p, st, ready); line != last {
 				r.progress("%s", line)
 				last = line
@@ -420,6 +435,12 @@ func (r *Runner) readPods(ctx context.Context, p *Plan, st *state) (int, error) 
 			s.IP = pod.Status.PodIP
 			s.Ready, s.Status = podState(pod)
 		}
+		delete(st.pullFailed, pr.Name)
+		if pod != nil && !s.Ready {
+			if f := pullFailure(pod); f != "" {
+				st.pullFailed[pr.Name] = fmt.Sprintf("probe pod %s on node %s %s", pr.Name, pr.Node, f)
+			}
+		}
 		if s.Ready {
 			ready++
 		}
@@ -470,6 +491,27 @@ func podState(pod *corev1.Pod) (bool, string) {
 		return false, "Pending on " + pod.Spec.NodeName + " (no kubelet has reported it)"
 	}
 	return false, string(pod.Status.Phase) + " on " + pod.Spec.NodeName
+}
+
+// pullFailure says which image a pod's container cannot pull and why, or
+// "" when every container can.
+func pullFailure(pod *corev1.Pod) string {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && snapshot.IsImagePullFailure(w.Reason) {
+			image := cs.Image
+			for _, c := range pod.Spec.Containers {
+				if image == "" && c.Name == cs.Name {
+					image = c.Image
+				}
+			}
+			msg := fmt.Sprintf("cannot pull %s (container %s): %s", image, cs.Name, w.Reason)
+			if w.Message != "" {
+				msg += ": " + firstLine(w.Message)
+			}
+			return msg
+		}
+	}
+	return ""
 }
 
 func firstLine(s string) string {

@@ -93,8 +93,6 @@ func kubeadmVersions(minor string) (etcd, coredns string, known bool) {
 // Upstream image names the plan uses beside kubeadm's.
 const (
 	KubeProxyWindowsImageFmt = "sigwindowstools/kube-proxy:%s-calico-hostprocess"
-	HelloImage               = "ghcr.io/example/hello:1.2"
-	AspnetappImageFmt        = "mcr.microsoft.com/dotnet/samples:aspnetapp-nanoserver-%s"
 )
 
 // calicoImages are the images the Tigera operator deploys for an
@@ -141,9 +139,10 @@ func imagesOf(p *Plan, hasWindows bool) []Image {
 			}
 		}
 	}
-	add("hello", HelloImage, spec.OSLinux)
-	for _, rc := range p.RuntimeClasses {
-		add("aspnetapp-"+rc.Name, fmt.Sprintf(AspnetappImageFmt, rc.ImageTag), spec.OSWindows)
+	// The check workloads' image is already under the registry.
+	out = append(out, Image{Name: "check-workload", Image: p.CheckWorkloads.Image, OS: spec.OSLinux})
+	if hasWindows {
+		out = append(out, Image{Name: "check-workload", Image: p.CheckWorkloads.Image, OS: spec.OSWindows})
 	}
 	return out
 }

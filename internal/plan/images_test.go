@@ -46,7 +46,7 @@ func TestImagesHonourTheRegistry(t *testing.T) {
 	}
 	for _, want := range []string{"kube-apiserver/linux", "etcd/linux", "coredns/linux", "pause/linux", "pause/windows",
 		"calico/node/linux", "calico/node-windows/windows", "kube-proxy-windows/windows", "metrics-server/linux",
-		"cert-manager-webhook/linux", "hello/linux", "aspnetapp-windows-2025/windows"} {
+		"cert-manager-webhook/linux", "check-workload/linux", "check-workload/windows"} {
 		if !names[want] {
 			t.Errorf("plan images lack %s", want)
 		}

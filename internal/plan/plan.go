@@ -64,13 +64,24 @@ type Plan struct {
 	// kubeadm's SystemVerification ignored).
 	AllowCgroupV1 bool `json:"allowCgroupV1"`
 	// KubernetesAptRepo is the pkgs.k8s.io Debian repository of the minor.
-	KubernetesAptRepo string         `json:"kubernetesAptRepo"`
-	Addons            []Addon        `json:"addons"`
-	Nodes             []Node         `json:"nodes"`
-	RuntimeClasses    []RuntimeClass `json:"runtimeClasses"`
-	Ports             []Port         `json:"ports"`
-	DNSRecords        []DNSRecord    `json:"dnsRecords"`
-	Warnings          []Warning      `json:"warnings"`
+	KubernetesAptRepo string  `json:"kubernetesAptRepo"`
+	Addons            []Addon `json:"addons"`
+	// CheckWorkloads are the workloads apply deploys to check each OS.
+	CheckWorkloads CheckWorkloads `json:"checkWorkloads"`
+	Nodes          []Node         `json:"nodes"`
+	RuntimeClasses []RuntimeClass `json:"runtimeClasses"`
+	Ports          []Port         `json:"ports"`
+	DNSRecords     []DNSRecord    `json:"dnsRecords"`
+	Warnings       []Warning      `json:"warnings"`
+}
+
+// CheckWorkloads are the workloads apply deploys to check each OS: hello on
+// the Linux workers, aspnetapp on Windows through each RuntimeClass.
+type CheckWorkloads struct {
+	// Image is spec.checkWorkloads.image after images.registry is applied.
+	Image string `json:"image"`
+	// ImagePullSecret is the Secret the workloads pull with, if any.
+	ImagePullSecret string `json:"imagePullSecret,omitempty"`
 }
 
 // APIServer is the API's addresses.
@@ -417,6 +428,7 @@ func Derive(c *spec.Cluster, warnings spec.Diagnostics) (*Plan, error) {
 		}
 	}
 	p.APIServer.CertSANs = certSANs(host, p.Nodes)
+	p.CheckWorkloads = CheckWorkloads{Image: p.Image(s.CheckWorkloads.Image), ImagePullSecret: s.CheckWorkloads.ImagePullSecret}
 	p.Images = imagesOf(p, hasWindows)
 	if _, _, ok := kubeadmVersions(p.KubernetesMinor); !ok {
 		p.Warnings = append(p.Warnings, Warning{Check: "P002 kubeadm-images", Path: "spec.kubernetesVersion",

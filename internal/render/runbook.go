@@ -92,7 +92,7 @@ func (r *renderer) runbookData() runbookData {
 	for i, rc := range r.plan.RuntimeClasses {
 		name, file := aspnetappNames(i, rc)
 		d.Aspnetapp = append(d.Aspnetapp, aspnetappRef{Name: name, File: file, RuntimeClass: rc.Name,
-			Image: r.plan.Image(fmt.Sprintf(AspnetappImageFmt, rc.ImageTag)), Nodes: rc.Nodes})
+			Image: r.plan.CheckWorkloads.Image, Nodes: rc.Nodes})
 	}
 	return d
 }

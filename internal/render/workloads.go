@@ -12,18 +12,32 @@ import (
 	"github.com/hybridctl/hybridctl/internal/plan"
 )
 
-// The guide's check workloads. Their images are the guide's: hello from a
-// private ghcr.io package (a pull secret the runbook creates), and
-// Microsoft's sample .NET application on Nano Server.
+// The guide's check workloads, hello on Linux and aspnetapp on Windows, run
+// spec.checkWorkloads.image (one multi-OS image) with agnhost's arguments:
+// netexec serves HTTP on CheckWorkloadPort, /healthz and /readyz included.
 const (
-	HelloImage        = plan.HelloImage
-	AspnetappImageFmt = plan.AspnetappImageFmt
 	demoNamespace     = "demo"
 	winDemoNamespace  = "win-demo"
 	psaEnforce        = "pod-security.kubernetes.io/enforce"
 	psaEnforceVersion = "pod-security.kubernetes.io/enforce-version"
 	appNameLabel      = "app.kubernetes.io/name"
+	// CheckWorkloadPort is the port the check workloads serve HTTP on.
+	CheckWorkloadPort = 8080
 )
+
+// checkWorkloadArgs are the check workloads' arguments: agnhost's HTTP
+// server on CheckWorkloadPort.
+func checkWorkloadArgs() []string {
+	return []string{"netexec", fmt.Sprintf("--http-port=%d", CheckWorkloadPort)}
+}
+
+// pullSecrets is the check workloads' imagePullSecrets: the spec's, or none.
+func pullSecrets(p *plan.Plan) []corev1.LocalObjectReference {
+	if p.CheckWorkloads.ImagePullSecret == "" {
+		return nil
+	}
+	return []corev1.LocalObjectReference{{Name: p.CheckWorkloads.ImagePullSecret}}
+}
 
 func ptr[T any](v T) *T { return &v }
 
@@ -49,15 +63,20 @@ func helloYAML(p *plan.Plan) ([]byte, error) {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					OS: &corev1.PodOS{Name: corev1.Linux},
+					OS:               &corev1.PodOS{Name: corev1.Linux},
+					ImagePullSecrets: pullSecrets(p),
 					SecurityContext: &corev1.PodSecurityContext{
+						// agnhost's Linux image runs as root unless told.
 						RunAsNonRoot:   ptr(true),
+						RunAsUser:      ptr(int64(65532)),
+						RunAsGroup:     ptr(int64(65532)),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
 					Containers: []corev1.Container{{
 						Name:           "hello",
-						Image:          p.Image(HelloImage),
-						Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+						Image:          p.CheckWorkloads.Image,
+						Args:           checkWorkloadArgs(),
+						Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: CheckWorkloadPort}},
 						ReadinessProbe: httpProbe("/readyz"),
 						LivenessProbe:  httpProbe("/healthz"),
 						Resources: corev1.ResourceRequirements{
@@ -73,10 +92,11 @@ func helloYAML(p *plan.Plan) ([]byte, error) {
 			},
 		},
 	}
-	header := comment(
-		"hello: the Linux service for the cross-OS checks. Guide: \"hello for the checks\".",
-		"Needs the ghcr-pull secret on the demo default ServiceAccount (see runbook.md).",
-	)
+	lines := []string{"hello: the Linux service for the cross-OS checks. Guide: \"hello for the checks\"."}
+	if s := p.CheckWorkloads.ImagePullSecret; s != "" {
+		lines = append(lines, "Pulls with the docker-registry Secret "+s+" in namespace demo (see runbook.md).")
+	}
+	header := comment(lines...)
 	return yamlDocs(header, dep, service("hello", demoNamespace, labels))
 }
 
@@ -97,15 +117,17 @@ func aspnetappYAML(p *plan.Plan, rc plan.RuntimeClass, name string, withNamespac
 				Spec: corev1.PodSpec{
 					OS:               &corev1.PodOS{Name: corev1.Windows},
 					RuntimeClassName: ptr(rc.Name),
+					ImagePullSecrets: pullSecrets(p),
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsNonRoot:   ptr(true),
 						WindowsOptions: &corev1.WindowsSecurityContextOptions{RunAsUserName: ptr("ContainerUser")},
 					},
 					Containers: []corev1.Container{{
 						Name:           "aspnetapp",
-						Image:          p.Image(fmt.Sprintf(AspnetappImageFmt, rc.ImageTag)),
-						Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-						ReadinessProbe: httpProbe("/"),
+						Image:          p.CheckWorkloads.Image,
+						Args:           checkWorkloadArgs(),
+						Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: CheckWorkloadPort}},
+						ReadinessProbe: httpProbe("/readyz"),
 						Resources: corev1.ResourceRequirements{
 							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
 							Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi")},

@@ -249,8 +249,8 @@ func protoMeta(b []byte, p *Pod, owners *[]OwnerRef) bool {
 }
 
 // protoStatus reads what the checks use of a PodStatus encoding: its
-// phase (1) and, of each container status (8), the name (1), readiness
-// (4) and waiting state (2, its waiting 1: reason 1, message 2). A
+// phase (1) and, of each container status (8), the name (1), image (6),
+// readiness (4) and waiting state (2, its waiting 1: reason 1, message 2). A
 // message field that comes twice is merged, as the generated decoder
 // merges it.
 func protoStatus(b []byte, st *PodStatus) bool {
@@ -266,6 +266,8 @@ func protoStatus(b []byte, st *PodStatus) bool {
 				switch num {
 				case 1:
 					cs.Name, ok = protoString(typ, v)
+				case 6:
+					cs.Image, ok = protoString(typ, v)
 				case 4:
 					cs.Ready, ok = protoBool(typ, v)
 				case 2:
@@ -362,7 +364,7 @@ func slimPod(m *metav1.ObjectMeta, nodeName string, st *corev1.PodStatus, o *met
 		sp.Status.ContainerStatuses = make([]ContainerStatus, len(cs))
 		for i := range cs {
 			c := &sp.Status.ContainerStatuses[i]
-			c.Name, c.Ready = cs[i].Name, cs[i].Ready
+			c.Name, c.Image, c.Ready = cs[i].Name, cs[i].Image, cs[i].Ready
 			if w := cs[i].State.Waiting; w != nil {
 				c.State.Waiting = &ContainerWaiting{Reason: w.Reason, Message: w.Message}
 			}

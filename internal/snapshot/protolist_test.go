@@ -172,7 +172,7 @@ func TestTypedPodSameAsJSON(t *testing.T) {
 			OwnerReferences: []metav1.OwnerReference{ref("Deployment", "other", &no), ref("DaemonSet", "ds", &yes)}},
 			Spec: corev1.PodSpec{NodeName: "win-1"},
 			Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{
-				{Name: "c1", State: waiting("ErrImagePull", "no matching manifest for windows/amd64")},
+				{Name: "c1", Image: "registry.k8s.io/e2e-test-images/agnhost:2.66.1", State: waiting("ErrImagePull", "no matching manifest for windows/amd64")},
 				{Name: "c2", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
 				{Name: "c3", State: waiting("", "")}}}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "lone-unmarked", OwnerReferences: []metav1.OwnerReference{ref("ReplicaSet", "rs", nil)}},

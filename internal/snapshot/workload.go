@@ -253,7 +253,9 @@ type PodStatus struct {
 
 // ContainerStatus is the part of a container's status the checks read.
 type ContainerStatus struct {
-	Name  string `json:"name"`
+	Name string `json:"name"`
+	// Image is the image the kubelet runs or tries to pull.
+	Image string `json:"image,omitempty"`
 	Ready bool   `json:"ready"`
 	State struct {
 		Waiting *ContainerWaiting `json:"waiting,omitempty"`
@@ -338,4 +340,34 @@ type rawPod struct {
 	Object
 	Spec   PodSpec   `json:"spec"`
 	Status PodStatus `json:"status"`
+}
+
+// ImagePullReasons are the kubelet's waiting reasons of a container whose
+// image cannot be pulled (k8s.io/kubernetes pkg/kubelet/images/types.go).
+func ImagePullReasons() []string {
+	return []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
+}
+
+// IsImagePullFailure reports whether a waiting reason is one of
+// ImagePullReasons.
+func IsImagePullFailure(reason string) bool { return slices.Contains(ImagePullReasons(), reason) }
+
+// PullFailure is a container that cannot pull its image.
+type PullFailure struct {
+	Container, Image, Reason, Message string
+}
+
+// PullFailures returns the containers of the pod that wait because their
+// image cannot be pulled, in container order.
+func (p *PodStatus) PullFailures() []PullFailure {
+	if p == nil {
+		return nil
+	}
+	var out []PullFailure
+	for _, c := range p.ContainerStatuses {
+		if w := c.State.Waiting; w != nil && IsImagePullFailure(w.Reason) {
+			out = append(out, PullFailure{Container: c.Name, Image: c.Image, Reason: w.Reason, Message: w.Message})
+		}
+	}
+	return out
 }

@@ -20,6 +20,11 @@ const (
 	DefaultWindowsBuild      = "10.0.26100"
 	DefaultRuncVersion       = "1.5.3"
 	DefaultCNIPluginsVersion = "1.10.0"
+	// DefaultCheckWorkloadImage is the agnhost the e2e tests of
+	// Kubernetes v1.37.2 run (test/utils/image/manifest.go): one manifest
+	// list with linux/amd64, linux/arm64 and Windows 1809, ltsc2022 and
+	// ltsc2025 variants (test/images/agnhost/BASEIMAGE).
+	DefaultCheckWorkloadImage = "registry.k8s.io/e2e-test-images/agnhost:2.66.1"
 )
 
 // SetDefaults fills every unset field that has a default. It is idempotent.
@@ -81,6 +86,9 @@ func SetDefaults(c *Cluster) {
 	}
 	if s.KubeProxy.Mode == "" {
 		s.KubeProxy.Mode = DefaultKubeProxyMode
+	}
+	if s.CheckWorkloads.Image == "" {
+		s.CheckWorkloads.Image = DefaultCheckWorkloadImage
 	}
 	for i := range s.Nodes {
 		node := &s.Nodes[i]

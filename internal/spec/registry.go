@@ -14,6 +14,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/distribution/reference"
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/hybridctl/hybridctl/internal/finding"
 )
 
@@ -299,4 +302,27 @@ func checkCAPEM(data []byte) error {
 		return fmt.Errorf("holds no certificate")
 	}
 	return nil
+}
+
+func checkCheckWorkloads(v *validator) {
+	cw := v.c.Spec.CheckWorkloads
+	const imagePath = "spec.checkWorkloads.image"
+	if cw.Image != "" {
+		named, err := reference.ParseNormalizedNamed(cw.Image)
+		switch {
+		case err != nil:
+			v.errorf(imagePath, "%q is not an image reference (want for example %s): %v", cw.Image, DefaultCheckWorkloadImage, err)
+		default:
+			_, digested := named.(reference.Digested)
+			tagged, hasTag := named.(reference.Tagged)
+			if !digested && (!hasTag || tagged.Tag() == "latest") {
+				v.warnf(imagePath, "%q names no version (no tag but latest, no digest): the nodes may run another image than the one the plan lists and the mirror holds; pin a tag or a digest", cw.Image)
+			}
+		}
+	}
+	if s := cw.ImagePullSecret; s != "" {
+		if errs := validation.IsDNS1123Subdomain(s); len(errs) > 0 {
+			v.errorf("spec.checkWorkloads.imagePullSecret", "%q is not a Secret name: %s", s, strings.Join(errs, "; "))
+		}
+	}
 }

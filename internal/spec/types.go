@@ -75,6 +75,9 @@ type ClusterSpec struct {
 	AllowCgroupV1 bool `yaml:"allowCgroupV1" json:"allowCgroupV1"`
 	// Addons are optional cluster add-ons.
 	Addons Addons `yaml:"addons" json:"addons"`
+	// CheckWorkloads are the workloads apply deploys to check each OS
+	// (hello on Linux, aspnetapp on Windows).
+	CheckWorkloads CheckWorkloads `yaml:"checkWorkloads" json:"checkWorkloads"`
 	// Nodes are the machines of the cluster: at least one Linux
 	// control-plane node.
 	Nodes []Node `yaml:"nodes" json:"nodes"`
@@ -178,6 +181,19 @@ type Addons struct {
 	MetricsServer *Addon `yaml:"metricsServer,omitempty" json:"metricsServer,omitempty"`
 	// CertManager installs cert-manager.
 	CertManager *Addon `yaml:"certManager,omitempty" json:"certManager,omitempty"`
+}
+
+// CheckWorkloads configures the workloads apply deploys to check each OS.
+type CheckWorkloads struct {
+	// Image is one multi-OS image for the Linux and the Windows check
+	// workloads, with Linux and Windows Server variants for the nodes'
+	// builds, serving HTTP with agnhost's arguments (netexec
+	// --http-port=8080); rewritten under images.registry like every
+	// other image. By default Kubernetes' e2e agnhost.
+	Image string `yaml:"image" json:"image"`
+	// ImagePullSecret names a docker-registry Secret in the check
+	// workloads' namespaces (demo, win-demo) for a private image.
+	ImagePullSecret string `yaml:"imagePullSecret,omitempty" json:"imagePullSecret,omitempty"`
 }
 
 // Addon pins an add-on's version.

@@ -69,6 +69,7 @@ func Rules() []Rule {
 		{ID: "S604", Name: "addons", Doc: "Add-on versions are release versions as S601 says, with a leading v (they name the add-on's release download).", check: checkAddons},
 		{ID: "S701", Name: "private-registry", Doc: "images.registry is host[:port][/path] with no scheme, tag or digest (an IPv6 address in brackets, a port 1-65535, a host with a dot or a port, or localhost, so it is not read as a Docker Hub namespace); images.registryCA is a file beside the spec holding only PEM CERTIFICATE blocks.", check: checkRegistry},
 		{ID: "S702", Name: "offline-settings", Doc: "packages.source is upstream or bundle; network.configure is check, netplan or systemd-networkd; a bundle without a private registry still pulls images from the internet (warning).", check: checkOffline},
+		{ID: "S703", Name: "check-workloads", Doc: "checkWorkloads.image is an image reference (registry/path:tag or @sha256:digest) and a warning when it names no tag or digest or the tag latest (a node may run another image than the plan lists); checkWorkloads.imagePullSecret is a Secret name (a DNS subdomain).", check: checkCheckWorkloads},
 	}
 }
 

@@ -58,8 +58,9 @@ type Deps struct {
 	Inventory csr.Inventory
 	// CSRTimeout bounds the wait for the kubelet-serving CSRs (default 10m).
 	CSRTimeout time.Duration
-	// NodesReadyTimeout bounds the wait for the joined nodes to be Ready
-	// and for CoreDNS's rollout after its restart (default 15m).
+	// NodesReadyTimeout bounds the wait for the joined nodes to be Ready,
+	// for CoreDNS's rollout after its restart and for the check workloads'
+	// rollout (default 15m).
 	NodesReadyTimeout time.Duration
 	// Members is the cluster and its hosts as they were before the run
 	// (inventory.Discover); nil (an offline dry run) treats every node as
@@ -242,9 +243,13 @@ func applyDefs() []def[*applyBinding] {
 			func(b *applyBinding) (engine.Runner, error) {
 				return b.manifests("runtimeclasses", "cluster/windows/runtimeclass-")
 			}},
-		{cluster("check-workloads", "the guide's check workloads: hello on the Linux workers, aspnetapp on Windows through its RuntimeClass (doctor then checks they run)"),
+		{cluster("check-workloads", "the guide's check workloads (spec.checkWorkloads.image): hello on the Linux workers, aspnetapp on Windows through its RuntimeClass; waits for their rollout, and a pod that cannot pull its image fails the phase naming the image and node"),
 			func(b *applyBinding) (engine.Runner, error) {
-				return b.manifests("check-workloads", "workloads/")
+				r, err := b.manifests("check-workloads", "workloads/")
+				if err != nil {
+					return nil, err
+				}
+				return &checkWorkloadsPhase{manifestPhase: r.(*manifestPhase), timeout: b.d.NodesReadyTimeout, poll: 2 * time.Second}, nil
 			}},
 		{readOnly(cluster("doctor", "hybridctl doctor against the new cluster; its summary ends the output")),
 			func(b *applyBinding) (engine.Runner, error) {

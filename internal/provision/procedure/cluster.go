@@ -117,7 +117,7 @@ func rolledOut(d *appsv1.Deployment) (bool, string) {
 	s := d.Status
 	switch {
 	case s.ObservedGeneration < d.Generation:
-		return false, "the deployment controller has not seen the restart yet"
+		return false, "the deployment controller has not seen the latest template yet"
 	case s.UpdatedReplicas < want:
 		return false, fmt.Sprintf("%d of %d replicas updated", s.UpdatedReplicas, want)
 	case s.Replicas > s.UpdatedReplicas:

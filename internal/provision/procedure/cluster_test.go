@@ -46,7 +46,7 @@ func TestCorednsRestartAndAddons(t *testing.T) {
 	// restart out, so the phase restarts, waits its timeout and says why.
 	phase := &corednsRestartPhase{restConfig: rc, timeout: 300 * time.Millisecond, poll: 50 * time.Millisecond}
 	err = phase.Run(ctx, engine.ClusterHost())
-	if err == nil || !strings.Contains(err.Error(), "not rolled out after 300ms: the deployment controller has not seen the restart yet") {
+	if err == nil || !strings.Contains(err.Error(), "not rolled out after 300ms: the deployment controller has not seen the latest template yet") {
 		t.Fatalf("no rollout: got %v", err)
 	}
 	d, err := deployments.Get(ctx, "coredns", metav1.GetOptions{})
@@ -148,7 +148,7 @@ func TestRolledOut(t *testing.T) {
 	}{
 		{"done", 3, appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2}, ""},
 		{"observed ahead", 3, appsv1.DeploymentStatus{ObservedGeneration: 4, Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2}, ""},
-		{"not observed", 3, appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2}, "has not seen the restart"},
+		{"not observed", 3, appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2}, "has not seen the latest template"},
 		{"one updated", 3, appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 1, AvailableReplicas: 1}, "1 of 2 replicas updated"},
 		{"old left", 3, appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 2, AvailableReplicas: 2}, "1 old replicas pending"},
 		{"one unavailable", 3, appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 1}, "1 of 2 updated replicas available"},

@@ -3,6 +3,9 @@
 //
 //	hello                 serve HTTP on :8080 (PORT overrides): / answers
 //	                      "hello from HOSTNAME", /healthz and /readyz "ok"
+//	hello netexec [--http-port=N]
+//	                      the same on port N, with the arguments of agnhost's
+//	                      server (render's check workloads pass them)
 //	hello get URL         GET URL (10 s deadline), print the body; exit 1
 //	                      unless the status is 2xx
 //	hello lookup NAME     resolve NAME, print one address a line
@@ -23,6 +26,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -49,9 +54,19 @@ func (u usage) Error() string { return string(u) }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return serve(ctx)
+		return serve(ctx, os.Getenv("PORT"))
 	}
 	switch {
+	case args[0] == "netexec" && len(args) <= 2:
+		port := ""
+		if len(args) == 2 {
+			p, ok := strings.CutPrefix(args[1], "--http-port=")
+			if n, err := strconv.Atoi(p); !ok || err != nil || n < 1 || n > 65535 {
+				return usage("usage: hello netexec [--http-port=1-65535]")
+			}
+			port = p
+		}
+		return serve(ctx, port)
 	case args[0] == "get" && len(args) == 2:
 		return get(ctx, args[1], out)
 	case args[0] == "lookup" && len(args) == 2:
@@ -71,7 +86,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	case args[0] == "poll" && len(args) == 2:
 		return poll(ctx, args[1], out)
 	}
-	return usage("usage: hello [get URL | lookup NAME | sleep | poll URL]")
+	return usage("usage: hello [netexec [--http-port=N] | get URL | lookup NAME | sleep | poll URL]")
 }
 
 func get(ctx context.Context, url string, out io.Writer) error {
@@ -121,8 +136,7 @@ func poll(ctx context.Context, url string, out io.Writer) error {
 	}
 }
 
-func serve(ctx context.Context) error {
-	port := os.Getenv("PORT")
+func serve(ctx context.Context, port string) error {
 	if port == "" {
 		port = "8080"
 	}
