@@ -186,7 +186,7 @@ done
 check "the hand-built cluster's two nodes are Ready" kctl wait --for=condition=Ready "node/$cp" "node/$w1" --timeout=5m
 
 stage "init --from-cluster describes it"
-run_rc "$hybridctl" init --from-cluster --kubeconfig "$kubeconfig" --context "$context" -o "$out/adopted.yaml" 2>"$out/adopt-notes.txt"
+run_rc "$hybridctl" init --from-cluster --kubeconfig "$kubeconfig" --context "$context" --output-file "$out/adopted.yaml" 2>"$out/adopt-notes.txt"
 sed 's/^/   | /' "$out/adopt-notes.txt"
 check "init --from-cluster exits 0 (exit $rc)" test "$rc" = 0
 adopted=$("$hybridctl" plan -f "$out/adopted.yaml" -o json 2>"$out/adopted-plan.txt" || true)

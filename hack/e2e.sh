@@ -238,7 +238,7 @@ check "node diagnose finds and names each broken thing" \
 
 stage "the in-cluster CSR approver (hybridctl's image) approves a node that joins after it started"
 registry=$(jq -r .registry.prefix <<<"$plan")
-"$hybridctl" render -f "$spec" -o "$out/render" --csr-approver-image "$registry/hybridctl-lab/hybridctl:lab" >/dev/null
+"$hybridctl" render -f "$spec" --output-dir "$out/render" --csr-approver-image "$registry/hybridctl-lab/hybridctl:lab" >/dev/null
 kubectl apply -f "$out/render/cluster/csr-approver.yaml" >/dev/null
 approver=$(kubectl create --dry-run=client -f "$out/render/cluster/csr-approver.yaml" -o json |
 	jq -r '(.items // [.])[] | select(.kind == "Deployment") | "\(.metadata.namespace) \(.metadata.name)"')

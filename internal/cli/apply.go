@@ -47,7 +47,7 @@ func (f *provisionFlags) add(cmd *cobra.Command) {
 	fl.StringSliceVar(&f.skip, "skip-phases", nil, "phases not to run (comma-separated)")
 	fl.StringSliceVar(&f.only, "only", nil, "run only these phases (comma-separated)")
 	fl.BoolVar(&f.acceptNewHostKeys, "accept-new-host-keys", false, "add the keys of hosts not yet in known_hosts (a changed key is always refused)")
-	fl.StringVarP(&f.output, "output", "o", "text", "progress output: text or json (one event per line)")
+	fl.StringVarP(&f.output, "output", "o", FormatTable, "output format: table (progress for people) or json (one event per line)")
 	fl.IntVar(&f.concurrency, "concurrency", engine.DefaultConcurrency, "steps running at once")
 	fl.StringVar(&f.statePath, "state", "", "state file recording finished steps (default .hybridctl/CLUSTER.state.json beside the spec)")
 	fl.StringVar(&f.knownHosts, "known-hosts", "", "known_hosts file (default ~/.ssh/known_hosts)")
@@ -91,9 +91,11 @@ func (f *provisionFlags) kubeconfigTarget(ctx context.Context, cluster string) (
 }
 
 func (f *provisionFlags) validate() error {
-	if f.output != "text" && f.output != "json" {
-		return Usagef("-o/--output must be text or json, not %q", f.output)
+	out, err := checkFormat(f.output, []string{FormatTable, "json"})
+	if err != nil {
+		return err
 	}
+	f.output = out
 	if f.offline && !f.dryRun {
 		return Usagef("--offline only makes sense with --dry-run")
 	}
@@ -300,7 +302,7 @@ func checkBundleFlag(p *plan.Plan, bundleDir, command, what string) error {
 // the error still goes to standard error for people.
 func (f *provisionFlags) quiet(err error) error {
 	var ee *ExitError
-	if f.output == "text" && errors.As(err, &ee) && ee.Code == ExitProblem {
+	if f.output == FormatTable && errors.As(err, &ee) && ee.Code == ExitProblem {
 		ee.Silent = true
 	}
 	return err

@@ -90,9 +90,11 @@ not be read.`,
   hybridctl bundle list -f cluster.yaml -o json | jq -r '.[] | select(.os=="linux") | .url'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.output != "table" && o.output != "json" {
-				return Usagef("unknown output format %q: want table or json", o.output)
+			out, err := checkFormat(o.output, []string{FormatTable, "json"})
+			if err != nil {
+				return err
 			}
+			o.output = out
 			_, arts, err := bundleArtifacts(cmd.Context(), &o.spec, s)
 			if err != nil {
 				return err
@@ -250,9 +252,11 @@ error); 2 usage error; 3 DIR or a file could not be read.`,
 			if o.dir == "" {
 				return Usagef("-d/--dir is required: the bundle directory to check")
 			}
-			if o.output != "table" && o.output != "json" {
-				return Usagef("unknown output format %q: want table or json", o.output)
+			out, err := checkFormat(o.output, []string{FormatTable, "json"})
+			if err != nil {
+				return err
 			}
+			o.output = out
 			_, arts, err := bundleArtifacts(cmd.Context(), &o.spec, s)
 			if err != nil {
 				return err

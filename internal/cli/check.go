@@ -135,9 +135,11 @@ func testList() string {
 // validate checks everything that needs no cluster: usage errors are exit
 // 2 before anything connects.
 func (f *connectivityFlags) validate() ([]connectivity.Test, connectivity.Kit, error) {
-	if !oneOf(connectivity.Formats(), f.output) {
-		return nil, connectivity.Kit{}, Usagef("--output %q: want one of %s", f.output, strings.Join(connectivity.Formats(), ", "))
+	out, err := checkFormat(f.output, connectivity.Formats())
+	if err != nil {
+		return nil, connectivity.Kit{}, err
 	}
+	f.output = out
 	kit, err := connectivity.LookupKit(f.kit)
 	if err != nil {
 		return nil, kit, Usage(err)

@@ -41,10 +41,10 @@ func TestExitCodes(t *testing.T) {
 		in   string // substring of stdout+stderr
 	}{
 		{"plan lab", []string{"plan", "-f", lab}, 0, "TOPOLOGY"},
-		{"plan invalid spec", []string{"plan", "-f", bad}, 1, `bad.yaml:101: spec.nodes[3].name: "k8s-lab-windows-01" is 18 characters; a Windows computer name is at most 15`},
+		{"plan invalid spec", []string{"plan", "-f", bad}, 1, `bad.yaml:110: spec.nodes[3].name: "k8s-lab-windows-01" is 18 characters; a Windows computer name is at most 15`},
 		{"plan missing file", []string{"plan", "-f", filepath.Join(dir, "nope.yaml")}, 3, "no such file"},
 		{"plan without -f nor ./cluster.yaml", []string{"plan"}, 2, "no -f given and there is no ./cluster.yaml: write one with 'hybridctl init'"},
-		{"plan bad output", []string{"plan", "-f", lab, "-o", "xml"}, 2, `unknown output format "xml"`},
+		{"plan bad output", []string{"plan", "-f", lab, "-o", "xml"}, 2, `-o/--output "xml" is not an output format: want table, json, yaml`},
 		{"unknown flag", []string{"plan", "--frobnicate"}, 2, "unknown flag"},
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{"extra argument", []string{"plan", "-f", lab, "extra"}, 2, "takes no arguments"},
@@ -224,7 +224,7 @@ func TestVersionOutputs(t *testing.T) {
 	if r := run(t, "", "-v"); r.code != 2 {
 		t.Errorf("-v at the top: exit %d, want 2 (it is not --version: -v is the log level)", r.code)
 	}
-	if r := run(t, "", "version", "-o", "yaml"); r.code != 2 || !strings.Contains(r.stderr, `unknown output format "yaml"`) {
+	if r := run(t, "", "version", "-o", "yaml"); r.code != 2 || !strings.Contains(r.stderr, `-o/--output "yaml" is not an output format: want table, json`) {
 		t.Errorf("version -o yaml: exit %d: %s", r.code, r.stderr)
 	}
 }

@@ -113,11 +113,11 @@ error; 3 could not complete (API unreachable, an API error).`,
 }
 
 func (o *csrApproveOptions) validate(args []string) error {
-	switch o.output {
-	case "table", "json":
-	default:
-		return Usagef("unknown output format %q: want table or json", o.output)
+	out, err := checkFormat(o.output, []string{FormatTable, "json"})
+	if err != nil {
+		return err
 	}
+	o.output = out
 	if o.watch && len(args) > 0 {
 		return Usagef("--watch decides every kubelet-serving request; it takes no CSR names (got %q)", args)
 	}

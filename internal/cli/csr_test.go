@@ -51,7 +51,7 @@ current-context: c
 		code int
 		in   string
 	}{
-		{"bad output", []string{"csr", "approve", "-o", "yaml"}, 2, `unknown output format "yaml"`},
+		{"bad output", []string{"csr", "approve", "-o", "yaml"}, 2, `-o/--output "yaml" is not an output format: want table, json`},
 		{"watch with names", []string{"csr", "approve", "--watch", "csr-1"}, 2, "takes no CSR names"},
 		{"tiny max expiration", []string{"csr", "approve", "--max-expiration", "1m"}, 2, "10-minute minimum"},
 		{"spec on stdin while prompting", []string{"csr", "approve", "-f", "-"}, 2, "confirmation prompt"},

@@ -106,9 +106,11 @@ func parseFailOn(v string) (finding.FailOn, error) {
 // options validates the flags and builds the engine's options.
 func (f *auditFlags) options() (checks.Options, error) {
 	opts := checks.Options{Only: f.only, Skip: f.skip}
-	if !oneOf(report.Formats(), f.output) {
-		return opts, Usagef("--output %q: want one of %s", f.output, strings.Join(report.Formats(), ", "))
+	out, err := checkFormat(f.output, report.Formats())
+	if err != nil {
+		return opts, err
 	}
+	f.output = out
 	if _, err := parseFailOn(f.failOn); err != nil {
 		return opts, err
 	}
@@ -286,6 +288,7 @@ func explainCheck(s Streams, ref string) error {
 func newLintCmd(s Streams) *cobra.Command {
 	var f auditFlags
 	var specFile string
+	var files []string
 	cmd := &cobra.Command{
 		Use:   "lint PATH... | -",
 		Short: "Run the hybrid-cluster checks on manifests, directories or Helm output",
@@ -315,13 +318,17 @@ input holds no Kubernetes object at all (empty input, a failed helm template).`,
   hybridctl lint deploy/ -o sarif > hybridctl.sarif
 
   # fail the pipeline on warnings too
-  hybridctl lint deploy/ --fail-on warning`,
+  hybridctl lint deploy/ --fail-on warning
+
+  # -f as kubectl takes it: the same as a path
+  hybridctl lint -f deploy/daemonset.yaml -f deploy/deployment.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if done, err := f.catalogue(s); done {
 				return err
 			}
+			args = append(args, files...)
 			if len(args) == 0 {
-				return Usagef("lint needs at least one path (a file, a directory, or - for stdin)")
+				return Usagef("lint needs at least one path (a file, a directory, or - for stdin), as an argument or with -f")
 			}
 			opts, err := f.options()
 			if err != nil {
@@ -360,6 +367,8 @@ input holds no Kubernetes object at all (empty input, a failed helm template).`,
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().StringSliceVarP(&files, "filename", "f", nil, "a manifest file or directory, or - for stdin, as kubectl apply -f takes it; repeatable, the same as a PATH argument")
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	cmd.Flags().StringVar(&specFile, "spec", "", "cluster spec (cluster.yaml): take the Windows nodes' taints from it instead of assuming the guide's os=windows:NoSchedule")
 	return cmd
 }

@@ -609,7 +609,7 @@ func feedDiff(t *testing.T) {
 	cs, kc := hostileCluster(t)
 	hostileNode(t, cs, "k8s-lab-node-1", nil)
 	hostileNode(t, cs, "extra-node", nil)
-	for _, o := range []string{"text", "json"} {
+	for _, o := range []string{"table", "json"} {
 		r := hostileRun(t, "", "diff", "-f", lab, "--kubeconfig", kc, "--context", "testenv", "-o", o, "--connect-timeout", "1s")
 		if !strings.Contains(r.stdout+r.stderr, `1A`) {
 			t.Errorf("diff -o %s does not show the hostile address (exit %d):\n%s%s", o, r.code, r.stdout, r.stderr)
@@ -629,7 +629,7 @@ func feedUpgrade(t *testing.T) {
 	if _, err := cs.CoreV1().Nodes().UpdateStatus(t.Context(), n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range []string{"text", "json"} {
+	for _, o := range []string{"table", "json"} {
 		r := hostileRun(t, "", "upgrade", "-f", "../../examples/lab-linux.yaml", "--bundle", t.TempDir(), "--kubeconfig", kc, "--context", "testenv", "--yes", "-o", o)
 		if r.code != ExitProblem || !strings.Contains(r.stderr, `1A`) {
 			t.Errorf("upgrade -o %s: exit %d, the hostile version not shown escaped:\n%s%s", o, r.code, r.stdout, r.stderr)

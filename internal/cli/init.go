@@ -20,7 +20,7 @@ func newInitCmd(s Streams) *cobra.Command {
 	var timeout time.Duration
 	kf := kubeclient.NewFlags()
 	cmd := &cobra.Command{
-		Use:   "init [-o cluster.yaml] [--from-cluster [--context NAME]]",
+		Use:   "init [--output-file cluster.yaml] [--from-cluster [--context NAME]]",
 		Short: "Write a cluster spec: the guide's lab as an example, or one describing a running kubeadm cluster",
 		Long: `Without --from-cluster, init writes an example cluster spec: the guide's lab
 of one control plane, two Linux workers and one Windows Server 2025 worker.
@@ -44,14 +44,15 @@ A cluster kubeadm did not build is refused (exit 1).
 init refuses to overwrite an existing file unless --force is given; the
 file is written atomically. '-o -' prints the spec instead.`,
 		Example: `  hybridctl init                   # writes ./cluster.yaml (the guide's lab)
-  hybridctl init -o lab.yaml
-  hybridctl init -o - | less
+  hybridctl init --output-file lab.yaml
+  hybridctl init --output-file - | less
 
   # describe the cluster of the current context, to add a Windows worker to it
-  hybridctl init --from-cluster -o cluster.yaml
-  hybridctl init --from-cluster --context kubernetes-admin@kubernetes --name prod -o prod.yaml`,
+  hybridctl init --from-cluster --output-file cluster.yaml
+  hybridctl init --from-cluster --context kubernetes-admin@kubernetes --name prod --output-file prod.yaml`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			warnOldFlag(cmd, s, "output", "--output-file")
 			data := examples.Lab
 			if fromCluster {
 				ctx, cancel := withTimeout(cmd.Context(), timeout)
@@ -93,7 +94,11 @@ file is written atomically. '-o -' prints the spec instead.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&out, "output", "o", "cluster.yaml", "file to write; - prints to standard output")
+	cmd.Flags().StringVar(&out, "output-file", "cluster.yaml", "file to write; - prints to standard output")
+	// -o selects an output format in every other command; -o FILE is kept,
+	// hidden, for scripts written against earlier releases.
+	cmd.Flags().StringVarP(&out, "output", "o", "cluster.yaml", "file to write")
+	_ = cmd.Flags().MarkHidden("output")
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite an existing file")
 	cmd.Flags().BoolVar(&fromCluster, "from-cluster", false, "describe the running kubeadm cluster of --kubeconfig/--context instead of writing the example")
 	cmd.Flags().StringVar(&name, "name", "", "with --from-cluster: the spec's metadata.name (default: kubeadm's clusterName)")

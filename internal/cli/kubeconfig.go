@@ -37,11 +37,9 @@ func (f *kubeconfigFlags) add(cmd *cobra.Command) {
 }
 
 func (f *kubeconfigFlags) validate() error {
-	switch f.output {
-	case "table", "json":
-		return nil
-	}
-	return Usagef("unknown output format %q (want table or json)", f.output)
+	out, err := checkFormat(f.output, []string{FormatTable, "json"})
+	f.output = out
+	return err
 }
 
 func (f *kubeconfigFlags) store() (*kubeconfig.Store, error) {

@@ -74,7 +74,7 @@ func TestKubeconfigCLI(t *testing.T) {
 		{"no --name", "", []string{"kubeconfig", "import", labConf}, 2, "", "--name is required"},
 		{"bad --name", "", []string{"kubeconfig", "import", labConf, "--name", "a b"}, 2, "", "--name"},
 		{"no file", "", []string{"kubeconfig", "import", "--name", "x"}, 2, "", "exactly one FILE"},
-		{"bad -o", "", []string{"kubeconfig", "list", "-o", "yaml"}, 2, "", "unknown output format"},
+		{"bad -o", "", []string{"kubeconfig", "list", "-o", "yaml"}, 2, "", "is not an output format: want table, json"},
 		{"stdin", string(other.AdminConf()), []string{"kubeconfig", "import", "-", "--name", "other", "--set-current"}, 0, "Current context: other", ""},
 		{"list", "", []string{"kubeconfig", "list"}, 0, "* ", ""},
 		{"remove unknown", "", []string{"kubeconfig", "remove", "nope"}, 2, "", `no context "nope"`},

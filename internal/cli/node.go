@@ -102,9 +102,11 @@ check could not run because the API or the node could not be read.`,
 }
 
 func runNodeDiagnose(cmd *cobra.Command, s Streams, f *diagnoseFlags, kf *kubeclient.Flags, args []string) error {
-	if !oneOf(diagnose.Formats(), f.output) {
-		return Usagef("--output %q: want one of %s", f.output, strings.Join(diagnose.Formats(), ", "))
+	out, err := checkFormat(f.output, diagnose.Formats())
+	if err != nil {
+		return err
 	}
+	f.output = out
 	failOn, err := parseFailOn(f.failOn)
 	if err != nil {
 		return err

@@ -43,7 +43,7 @@ func TestNodeDiagnoseUsage(t *testing.T) {
 	}{
 		{[]string{"k8s-lab-node-3"}, `node "k8s-lab-node-3" is not in the spec (did you mean "k8s-lab-node-1"?)`},
 		{[]string{"--checks", "clock-skwe"}, `unknown node check "clock-skwe"`},
-		{[]string{"-o", "sarif"}, `--output "sarif": want one of table, json, junit`},
+		{[]string{"-o", "sarif"}, `-o/--output "sarif" is not an output format: want table, json, junit`},
 		{[]string{"--fail-on", "fatal"}, `--fail-on "fatal"`},
 	} {
 		r := run(t, "", append([]string{"node", "diagnose", "-f", spec}, c.args...)...)

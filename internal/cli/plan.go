@@ -20,6 +20,8 @@ func newPlanCmd(s Streams) *cobra.Command {
 	o := &planOptions{}
 	cmd := &cobra.Command{
 		Use:   "plan -f cluster.yaml",
+		// kubeadm, kubectl and Helm users look for a validate command.
+		SuggestFor: []string{"validate", "check-spec"},
 		Short: "Validate a cluster spec and print its address plan, ports, DNS records and topology",
 		Long: `Validate a cluster spec and print what hybridctl derives from it: the node
 table (max pods, RuntimeClass, taints), the pod, service and node networks
@@ -44,11 +46,11 @@ invalid; 2 usage error; 3 the file could not be read.`,
   hybridctl plan -f cluster.yaml -o yaml`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch o.output {
-			case "table", "json", "yaml":
-			default:
-				return Usagef("unknown output format %q: want table, json or yaml", o.output)
+			out, err := checkFormat(o.output, []string{FormatTable, "json", "yaml"})
+			if err != nil {
+				return err
 			}
+			o.output = out
 			if o.output == "json" {
 				o.spec.problemsJSON = s.Out
 			}

@@ -39,7 +39,7 @@ const maxSecretFile = 4096
 func newRenderCmd(s Streams) *cobra.Command {
 	f := &renderFlags{}
 	cmd := &cobra.Command{
-		Use:   "render -f cluster.yaml -o DIR",
+		Use:   "render -f cluster.yaml --output-dir DIR",
 		Short: "Write every file the guide writes by hand, plus a runbook",
 		Long: `render writes, from one cluster spec, every artifact the hybrid cluster guide
 writes by hand: the kubeadm configuration, Calico's resources, the Windows
@@ -63,22 +63,26 @@ standard input), or $` + envJoinToken + ` and $` + envCertificateKey + `.
 
 See docs/render.md for every file and the guide step it replaces.`,
 		Example: `  # the guide's lab
-  hybridctl init -o cluster.yaml
-  hybridctl render -f cluster.yaml -o out/
+  hybridctl init --output-file cluster.yaml
+  hybridctl render -f cluster.yaml --output-dir out/
 
   # render again with the join secrets: the token on standard input
   ssh user@k8s-lab-master-1 sudo kubeadm token create \
-    | hybridctl render -f cluster.yaml -o out/ --force --token-file - \
+    | hybridctl render -f cluster.yaml --output-dir out/ --force --token-file - \
         --ca-cert-hash sha256:7b2e4d0c9f1a8e3b6c5d2f0e9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b
 
   # air-gapped: Calico's manifests from a local copy of the release
-  hybridctl render -f cluster.yaml -o out/ --manifests-dir ./calico-v3.33.0/manifests`,
+  hybridctl render -f cluster.yaml --output-dir out/ --manifests-dir ./calico-v3.33.0/manifests`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRender(cmd, s, f) },
 	}
 	fl := cmd.Flags()
 	f.spec.add(cmd)
-	fl.StringVarP(&f.out, "output-dir", "o", "", "directory to write (required)")
+	fl.StringVar(&f.out, "output-dir", "", "directory to write (required)")
+	// -o selects an output format in every other command; -o DIR is kept,
+	// hidden, for scripts written against earlier releases.
+	fl.StringVarP(&f.out, "output", "o", "", "directory to write")
+	_ = fl.MarkHidden("output")
 	fl.BoolVar(&f.force, "force", false, "replace DIR when it holds a previous render")
 	fl.StringVar(&f.opts.Token, "token", "", "bootstrap token for the join files (kubeadm token create); visible in ps: prefer --token-file or $"+envJoinToken)
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the bootstrap token (- reads standard input)")
@@ -96,8 +100,9 @@ See docs/render.md for every file and the guide step it replaces.`,
 
 func runRender(cmd *cobra.Command, s Streams, f *renderFlags) error {
 	ctx := cmd.Context()
+	warnOldFlag(cmd, s, "output", "--output-dir")
 	if f.out == "" {
-		return Usagef("-o/--output-dir is required: the directory to write")
+		return Usagef("--output-dir is required: the directory to write")
 	}
 	if (f.opts.InstallContainerdSHA256 != "" && f.opts.InstallContainerdURL == "") || (f.opts.PrepareNodeSHA256 != "" && f.opts.PrepareNodeURL == "") {
 		return Usagef("a --*-sha256 flag needs its --*-url flag")

@@ -52,7 +52,7 @@ func TestRenderCommand(t *testing.T) {
 		code int
 		in   string
 	}{
-		{"no -o", []string{"render", "-f", lab}, 2, "-o/--output-dir is required"},
+		{"no --output-dir", []string{"render", "-f", lab}, 2, "--output-dir is required"},
 		{"no -f", []string{"render", "-o", filepath.Join(dir, "x")}, 2, "there is no ./cluster.yaml"},
 		{"bad token", []string{"render", "-f", lab, "-o", filepath.Join(dir, "x"), "--token", "nope"}, 2, "--token"},
 		{"bad hash", []string{"render", "-f", lab, "-o", filepath.Join(dir, "x"), "--ca-cert-hash", "md5:00"}, 2, "--ca-cert-hash"},

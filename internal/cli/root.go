@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hybridctl/hybridctl/internal/suggest"
 	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
@@ -58,9 +60,9 @@ mode.
 
 Start from one declarative spec:
 
-  hybridctl init -o cluster.yaml           # a commented example (the guide's lab)
+  hybridctl init --output-file cluster.yaml           # a commented example (the guide's lab)
   hybridctl plan -f cluster.yaml           # validate; address plan, ports, diagram
-  hybridctl render -f cluster.yaml -o out  # every file the guide writes by hand, and a runbook
+  hybridctl render -f cluster.yaml --output-dir out  # every file the guide writes by hand, and a runbook
   hybridctl diff -f cluster.yaml           # what apply would change (read-only)
   hybridctl apply -f cluster.yaml          # provision the nodes over SSH, phase by phase
   hybridctl bundle download -f cluster.yaml -d bundle/   # the files of an offline install
@@ -152,8 +154,33 @@ func isCobraUsageError(err error) bool {
 
 // noArgs rejects positional arguments with a usage error.
 func noArgs(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return Usagef("%q takes no arguments, got %q", cmd.CommandPath(), args)
+	if len(args) == 0 {
+		return nil
 	}
-	return nil
+	// A spec given as an argument, as kubectl users type it: say how.
+	if len(args) == 1 && cmd.Flags().Lookup("filename") != nil && looksLikeSpecFile(args[0]) {
+		return Usagef("%s reads the spec from -f: %s -f %s", cmd.CommandPath(), cmd.CommandPath(), args[0])
+	}
+	msg := fmt.Sprintf("%q takes no arguments, got %q", cmd.CommandPath(), args)
+	if cmd.HasAvailableSubCommands() {
+		var names []string
+		for _, c := range cmd.Commands() {
+			if c.IsAvailableCommand() {
+				names = append(names, c.Name())
+			}
+		}
+		if sub, ok := suggest.Closest(args[0], names); ok {
+			msg += fmt.Sprintf(" (did you mean %q?)", cmd.CommandPath()+" "+sub)
+		}
+	}
+	return Usagef("%s", msg)
+}
+
+// looksLikeSpecFile reports whether an argument names a YAML or JSON file.
+func looksLikeSpecFile(arg string) bool {
+	switch strings.ToLower(filepath.Ext(arg)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return arg == "-"
 }

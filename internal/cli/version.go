@@ -113,19 +113,19 @@ targets (kubernetes, calico, containerd). hybridctl --version prints one line.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := buildVersion()
-			switch output {
-			case "", "text", "table":
-				return writeVersionTable(s.Out, v)
-			case "json":
+			format, err := checkFormat(output, []string{FormatTable, "json"})
+			if err != nil {
+				return err
+			}
+			if format == "json" {
 				enc := json.NewEncoder(s.Out)
 				enc.SetIndent("", "  ")
 				return enc.Encode(v)
-			default:
-				return Usagef("unknown output format %q (want text or json)", output)
 			}
+			return writeVersionTable(s.Out, v)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text (one field a line) or json")
+	cmd.Flags().StringVarP(&output, "output", "o", FormatTable, "output format: table (one field a line) or json")
 	return cmd
 }
 
