@@ -20,8 +20,6 @@ func newPlanCmd(s Streams) *cobra.Command {
 	o := &planOptions{}
 	cmd := &cobra.Command{
 		Use:   "plan -f cluster.yaml",
-		// kubeadm, kubectl and Helm users look for a validate command.
-		SuggestFor: []string{"validate", "check-spec"},
 		Short: "Validate a cluster spec and print its address plan, ports, DNS records and topology",
 		Long: `Validate a cluster spec and print what hybridctl derives from it: the node
 table (max pods, RuntimeClass, taints), the pod, service and node networks
@@ -44,7 +42,9 @@ invalid; 2 usage error; 3 the file could not be read.`,
 
   # The effective spec, with every default filled in
   hybridctl plan -f cluster.yaml -o yaml`,
-		Args: noArgs,
+		// kubeadm, kubectl and Helm users look for a validate command.
+		SuggestFor: []string{"validate", "check-spec"},
+		Args:       noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out, err := checkFormat(o.output, []string{FormatTable, "json", "yaml"})
 			if err != nil {
