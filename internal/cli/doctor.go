@@ -131,15 +131,6 @@ func (f *auditFlags) options() (checks.Options, error) {
 	return opts, nil
 }
 
-func oneOf(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // finish runs the checks, writes the report and maps findings to the exit
 // code.
 func (f *auditFlags) finish(s Streams, tool string, snap *snapshot.Snapshot, opts checks.Options) error {
