@@ -115,3 +115,12 @@ func TestDestinationFlags(t *testing.T) {
 		t.Errorf("render --help shows -o or lacks --output-dir:\n%s", h.stdout)
 	}
 }
+
+// TestCompletionHelpNamesBashCompletion: as kubectl's and Helm's help do,
+// completion says the bash script needs the bash-completion package.
+func TestCompletionHelpNamesBashCompletion(t *testing.T) {
+	r := run(t, "", "completion", "bash", "--help")
+	if r.code != 0 || !strings.Contains(r.stdout, "needs the bash-completion package") || !strings.Contains(r.stdout, "apt-get install bash-completion") {
+		t.Errorf("completion --help: exit %d\n%s", r.code, r.stdout)
+	}
+}

@@ -133,9 +133,21 @@ func newCompletionCmd(s Streams) *cobra.Command {
 	return &cobra.Command{
 		Use:   "completion bash|zsh|fish|powershell",
 		Short: "Print a shell completion script",
-		Long: `Print a shell completion script. For example, for bash:
+		Long: `Print a shell completion script.
+
+bash: the script needs the bash-completion package (version 2; Debian and
+Ubuntu: apt-get install bash-completion, macOS: brew install
+bash-completion@2), as kubectl's and Helm's do. Then, for this shell:
 
   source <(hybridctl completion bash)
+
+and for every new one:
+
+  hybridctl completion bash > ~/.local/share/bash-completion/completions/hybridctl
+
+zsh: source <(hybridctl completion zsh) (compinit must have run; with
+oh-my-zsh it has). fish: hybridctl completion fish | source. PowerShell:
+hybridctl completion powershell | Out-String | Invoke-Expression.
 
 Besides commands and flags, values are completed: --context, --cluster and
 --user from the kubeconfig; -n from the cluster's namespaces (asked with a

@@ -6,6 +6,7 @@
 package kubeclient
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -67,9 +68,14 @@ func (f *Flags) Namespace(fs *pflag.FlagSet) string {
 // looked.
 type NoKubeconfigError struct {
 	Looked []string
+	// Empty are the files among Looked that exist but hold no cluster.
+	Empty []string
 }
 
 func (e *NoKubeconfigError) Error() string {
+	if len(e.Empty) > 0 && len(e.Empty) == len(e.Looked) {
+		return fmt.Sprintf("%s has no contexts (an empty kubeconfig); pass --kubeconfig FILE or import a cluster with 'hybridctl kubeconfig import'", strings.Join(e.Empty, ", "))
+	}
 	where := "nowhere"
 	if len(e.Looked) > 0 {
 		where = strings.Join(e.Looked, ", ")
@@ -110,6 +116,11 @@ func (f *Flags) RESTConfig(trace io.Writer) (*rest.Config, error) {
 	loader := f.Config.ToRawKubeConfigLoader()
 	raw, err := loader.RawConfig()
 	if err != nil {
+		for _, path := range loader.ConfigAccess().GetLoadingPrecedence() {
+			if isClusterSpec(path) {
+				return nil, fmt.Errorf("%s is a hybridctl cluster spec, not a kubeconfig: pass it with -f, and the cluster's kubeconfig with --kubeconfig: %w", path, err)
+			}
+		}
 		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
 	}
 	server := f.Config.APIServer != nil && *f.Config.APIServer != ""
@@ -137,13 +148,18 @@ func (f *Flags) RESTConfig(trace io.Writer) (*rest.Config, error) {
 			}
 		}
 	case len(raw.Clusters) == 0 && !server:
-		var looked []string
+		var looked, empty []string
 		if explicit {
 			looked = []string{*f.Config.KubeConfig}
 		} else {
 			looked = loader.ConfigAccess().GetLoadingPrecedence()
 		}
-		return nil, &NoKubeconfigError{Looked: looked}
+		for _, path := range looked {
+			if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+				empty = append(empty, path)
+			}
+		}
+		return nil, &NoKubeconfigError{Looked: looked, Empty: empty}
 	default:
 		if cfg, err = f.Config.ToRESTConfig(); err != nil {
 			return nil, fmt.Errorf("loading the kubeconfig: %w", err)
@@ -155,6 +171,19 @@ func (f *Flags) RESTConfig(trace io.Writer) (*rest.Config, error) {
 	}
 	Configure(cfg, timeout, f.Verbosity, trace)
 	return cfg, nil
+}
+
+// isClusterSpec reports whether the file at path starts like a hybridctl
+// cluster spec (its apiVersion within the first 4 KiB).
+func isClusterSpec(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	n, _ := io.ReadFull(f, buf)
+	return bytes.Contains(buf[:n], []byte("hybridctl.dev/v1alpha1"))
 }
 
 // Configure gives cfg's requests the deadline timeout and, at verbosity

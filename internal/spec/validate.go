@@ -281,9 +281,38 @@ func checkNodeNames(v *validator) {
 			continue
 		}
 		if errs := validation.IsDNS1123Label(node.Name); len(errs) > 0 {
-			v.errorf(nodePath(i, "name"), "%q is not a valid node name: %s", node.Name, strings.Join(errs, "; "))
+			msg := fmt.Sprintf("%q is not a valid node name: a node name has at most 63 characters, only lowercase letters, digits and '-', and starts and ends with a letter or digit (an RFC 1123 label: it becomes the Kubernetes Node name and the host name)", node.Name)
+			if s, ok := NodeNameSuggestion(node.Name); ok {
+				msg += fmt.Sprintf("; did you mean %q?", s)
+			}
+			v.errorf(nodePath(i, "name"), "%s", msg)
 		}
 	}
+}
+
+// NodeNameSuggestion turns name into a valid node name when it can: lower
+// case, every run of other characters ('_', '.', ' ') one '-', no '-' at
+// either end (K8S_Win_1 becomes k8s-win-1). ok is false when nothing valid
+// is left or the result is longer than a DNS label.
+func NodeNameSuggestion(name string) (string, bool) {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(r)
+			dash = false
+			continue
+		}
+		dash = true
+	}
+	s := b.String()
+	if s == "" || s == name || len(validation.IsDNS1123Label(s)) > 0 {
+		return "", false
+	}
+	return s, true
 }
 
 func checkNodeFields(v *validator) {
@@ -577,7 +606,7 @@ func controlPlanePorts() []portUse {
 		{10256, 10256, "kube-proxy's health check", false},
 		{10257, 10257, "kube-controller-manager", false},
 		{10259, 10259, "kube-scheduler", false},
-		{30000, 32767, "the NodePort range: kube-proxy sends a NodePort Service's traffic there to its pods", false},
+		{30000, 32767, "the NodePort range (30000-32767), whose traffic kube-proxy sends to the pods of NodePort Services", false},
 	}
 }
 
@@ -591,7 +620,7 @@ func checkAPIPort(v *validator) {
 		if port < r.first || port > r.last || (r.bgp && v.c.Spec.Calico.BGP != "Enabled") {
 			continue
 		}
-		v.errorf(path, "port %d is taken on the control-plane node by %s: kube-apiserver binds the endpoint's port there; use 6443", port, r.what)
+		v.errorf(path, "port %d is taken on the control-plane node by %s, and kube-apiserver listens on the endpoint's port there; use 6443", port, r.what)
 		return
 	}
 }

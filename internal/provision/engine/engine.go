@@ -8,7 +8,18 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hybridctl/hybridctl/internal/suggest"
 )
+
+// DidYouMean is `; did you mean "NAME"?` for the name among known closest
+// to a misspelled one, or "".
+func DidYouMean(name string, known []string) string {
+	if s, ok := suggest.Closest(name, known); ok {
+		return fmt.Sprintf("; did you mean %q?", s)
+	}
+	return ""
+}
 
 // DefaultConcurrency is the number of steps that may run at once when
 // Options.Concurrency is not set.
@@ -121,13 +132,17 @@ func New(phases []Phase, hosts []Host, opts Options) (*Engine, error) {
 	}{{"--skip-phases", opts.Skip}, {"--only", opts.Only}} {
 		for _, n := range list.names {
 			if _, ok := index[n]; !ok {
-				errs = append(errs, fmt.Errorf("%s: %w %q (phases: %s)", list.flag, ErrUnknownPhase, n, strings.Join(e.Titles(), ", ")))
+				errs = append(errs, fmt.Errorf("%s: %w %q (phases: %s)%s", list.flag, ErrUnknownPhase, n, strings.Join(e.Titles(), ", "), DidYouMean(n, e.Titles())))
 			}
 		}
 	}
+	var hostNames []string
+	for _, h := range hosts {
+		hostNames = append(hostNames, h.Name)
+	}
 	for _, n := range opts.Hosts {
 		if !seenHost[n] && n != ClusterHostName {
-			errs = append(errs, fmt.Errorf("%w %q", ErrUnknownHost, n))
+			errs = append(errs, fmt.Errorf("%w %q (the spec's nodes: %s)%s", ErrUnknownHost, n, strings.Join(hostNames, ", "), DidYouMean(n, hostNames)))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

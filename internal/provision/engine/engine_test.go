@@ -692,6 +692,20 @@ func TestUnknownHostSentinel(t *testing.T) {
 	if !errors.Is(err, ErrUnknownHost) {
 		t.Fatalf("err %v, want ErrUnknownHost", err)
 	}
+	// A node, in words, with the nodes there are, and the closest one to a typo.
+	_, err = New([]Phase{p}, []Host{{Name: "k8s-lab-win-1", Role: RoleWorker, OS: Windows}, {Name: "a", Role: RoleWorker, OS: Linux}}, Options{Cluster: "c", Hosts: []string{"k8s-lab-wn-1", "zzzzzz"}})
+	for _, want := range []string{
+		`unknown node "k8s-lab-wn-1" (the spec's nodes: k8s-lab-win-1, a); did you mean "k8s-lab-win-1"?`,
+		`unknown node "zzzzzz" (the spec's nodes: k8s-lab-win-1, a)` + "\n",
+	} {
+		if err == nil || !strings.Contains(err.Error()+"\n", want) {
+			t.Errorf("err %v, want %q", err, want)
+		}
+	}
+	_, err = New([]Phase{p}, nil, Options{Cluster: "c", Only: []string{"q"}, Skip: []string{"pp"}})
+	if err == nil || !strings.Contains(err.Error(), `--skip-phases: unknown phase "pp" (phases: p); did you mean "p"?`) {
+		t.Errorf("phase typo: %v", err)
+	}
 	if _, err := New([]Phase{p}, []Host{{Name: "a", Role: RoleWorker, OS: Linux}}, Options{Cluster: "c", Hosts: []string{"a"}}); err != nil {
 		t.Fatal(err)
 	}

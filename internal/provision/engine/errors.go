@@ -11,7 +11,7 @@ var ErrUnknownPhase = errors.New("unknown phase")
 
 // ErrUnknownHost is wrapped by errors about Options.Hosts (reset --node)
 // naming a host that is not in the inventory: a usage error.
-var ErrUnknownHost = errors.New("unknown host")
+var ErrUnknownHost = errors.New("unknown node")
 
 // PhaseError is the failure of one phase on one host. The engine returns
 // all of them joined with errors.Join, so callers can list failures per host

@@ -152,7 +152,7 @@ func (o *Options) validateFor(procedure []engine.Descriptor) error {
 	}{{"--skip-phases", o.Skip}, {"--only", o.Only}} {
 		for _, n := range list.names {
 			if !known[n] {
-				errs = append(errs, fmt.Errorf("%s: %w %q (phases: %s)", list.flag, engine.ErrUnknownPhase, n, strings.Join(names, ", ")))
+				errs = append(errs, fmt.Errorf("%s: %w %q (phases: %s)%s", list.flag, engine.ErrUnknownPhase, n, strings.Join(names, ", "), engine.DidYouMean(n, names)))
 			}
 		}
 	}
