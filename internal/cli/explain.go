@@ -54,8 +54,9 @@ Exit codes: 0 explained; 2 an unknown ID (with the nearest known one).`,
 }
 
 func runExplain(s Streams, output string, args []string) error {
-	if !oneOf(explain.Formats(), output) {
-		return Usagef("--output %q: want one of %s", output, strings.Join(explain.Formats(), ", "))
+	output, err := checkFormat(output, explain.Formats())
+	if err != nil {
+		return err
 	}
 	entries, err := explain.Entries()
 	if err != nil {

@@ -47,7 +47,7 @@ func TestExplain(t *testing.T) {
 		{[]string{"pod-to-servce"}, `did you mean "pod-to-service"?`},
 		{[]string{"nothing-like-it"}, `unknown ID "nothing-like-it"; hybridctl explain with no argument lists every ID`},
 		{[]string{"HC101", "HC102"}, "takes one ID, got 2 arguments"},
-		{[]string{"HC101", "-o", "yaml"}, `--output "yaml": want one of table, json`},
+		{[]string{"HC101", "-o", "yaml"}, `-o/--output "yaml" is not an output format: want table, json`},
 	} {
 		r := runCLI(t, "", append([]string{"explain"}, c.args...)...)
 		if r.code != ExitUsage || !strings.Contains(r.err, c.want) || r.out != "" {
