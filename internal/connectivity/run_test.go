@@ -200,7 +200,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"--tests", "dns-fdqn"}, `--tests: unknown test "dns-fdqn" (did you mean "dns-fqdn"?)`},
 		{[]string{"--test", "pod-to-servce"}, `did you mean "pod-to-service"?`},
 		{[]string{"--skip", "icmp"}, `--skip: unknown test "icmp"; the tests are pod-to-pod-same-node,`},
-		{[]string{"-o", "sarif"}, `--output "sarif": want one of table, json, junit`},
+		{[]string{"-o", "sarif"}, `-o/--output "sarif" is not an output format: want table, json, junit`},
 		{[]string{"--probe-kit", "busybox"}, `--probe-kit "busybox": want one of agnhost, hello`},
 		{[]string{"--external-target", "1.1.1.1"}, `--external-target "1.1.1.1": want HOST:PORT`},
 		{[]string{"--attempts", "0"}, "--attempts must be at least 1"},
