@@ -41,7 +41,7 @@ func TestExitCodes(t *testing.T) {
 		in   string // substring of stdout+stderr
 	}{
 		{"plan lab", []string{"plan", "-f", lab}, 0, "TOPOLOGY"},
-		{"plan invalid spec", []string{"plan", "-f", bad}, 1, `bad.yaml:110: spec.nodes[3].name: "k8s-lab-windows-01" is 18 characters; a Windows computer name is at most 15`},
+		{"plan invalid spec", []string{"plan", "-f", bad}, 1, `bad.yaml:109: spec.nodes[3].name: "k8s-lab-windows-01" is 18 characters; a Windows computer name is at most 15`},
 		{"plan missing file", []string{"plan", "-f", filepath.Join(dir, "nope.yaml")}, 3, "no such file"},
 		{"plan without -f nor ./cluster.yaml", []string{"plan"}, 2, "no -f given and there is no ./cluster.yaml: write one with 'hybridctl init'"},
 		{"plan bad output", []string{"plan", "-f", lab, "-o", "xml"}, 2, `-o/--output "xml" is not an output format: want table, json, yaml`},

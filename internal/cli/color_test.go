@@ -40,7 +40,7 @@ func TestColorOnTerminalsOnly(t *testing.T) {
 	}{
 		{"lint table", []string{"lint", "testdata/lint-sample.yaml"}, want{"out", esc + "31mERROR ("}},
 		{"plan warnings", []string{"plan", "-f", warn}, want{"out", esc + "33mWARNINGS" + esc + "0m"}},
-		{"invalid spec", []string{"plan", "-f", bad}, want{"err", esc + "31m" + bad + ":110: spec.nodes[3].name"}},
+		{"invalid spec", []string{"plan", "-f", bad}, want{"err", esc + "31m" + bad + ":109: spec.nodes[3].name"}},
 	}
 	runOn := func(t *testing.T, args []string, terminalOut, terminalErr bool) (string, string) {
 		t.Helper()
