@@ -196,6 +196,32 @@ func TestWindowsGuideNode(t *testing.T) {
 	}
 }
 
+// containerd's log tail is kept for --collect; a log that does not exist
+// (the Calico CNI plugin's, before any pod ran) is no file and no finding.
+func TestWindowsLogsCollected(t *testing.T) {
+	f := parseWindowsT(t, "k8s-lab-win-1", readFixture(t, "windows-win-1.json"))
+	raw := map[string]string{}
+	for _, r := range f.Raw {
+		raw[r.Name] = string(r.Data)
+	}
+	if got := raw["containerd.log.tail"]; !strings.Contains(got, "containerd successfully booted") || !strings.HasSuffix(got, "\n") {
+		t.Errorf("containerd.log.tail = %q", got)
+	}
+	if _, ok := raw["calico-cni.log.tail"]; ok {
+		t.Errorf("calico-cni.log.tail kept from a failed probe")
+	}
+	w := parseWindowsT(t, "k8s-lab-win-1", edit(t, readFixture(t, "windows-win-1.json"),
+		`"calicoCNILog":{"ok":false,"error":"C:\\var\\log\\calico\\cni\\cni.log does not exist"}`,
+		`"calicoCNILog":{"ok":true,"value":["2026-12-02 00:59:00.000 [INFO][1234] plugin.go 100: Calico CNI ADD"]}`))
+	found := false
+	for _, r := range w.Raw {
+		found = found || (r.Name == "calico-cni.log.tail" && strings.Contains(string(r.Data), "Calico CNI ADD"))
+	}
+	if !found {
+		t.Errorf("calico-cni.log.tail not kept: %+v", w.Raw)
+	}
+}
+
 func TestWindowsNearMisses(t *testing.T) {
 	base := readFixture(t, "windows-win-1.json")
 	lost := want{"HC503", finding.Warning, []string{"the connection to the API was lost"}}

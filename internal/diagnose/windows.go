@@ -74,10 +74,12 @@ type winOutput struct {
 			Conditions many[CRICondition] `json:"conditions"`
 		} `json:"status"`
 	}] `json:"cri"`
-	KubeletLog probe[many[string]] `json:"kubeletLog"`
-	API        probe[string]       `json:"api"`
-	W32tm      probe[string]       `json:"w32tm"`
-	CNI        probe[many[struct {
+	KubeletLog    probe[many[string]] `json:"kubeletLog"`
+	API           probe[string]       `json:"api"`
+	W32tm         probe[string]       `json:"w32tm"`
+	ContainerdLog probe[many[string]] `json:"containerdLog"`
+	CalicoCNILog  probe[many[string]] `json:"calicoCNILog"`
+	CNI           probe[many[struct {
 		Name    string `json:"name"`
 		Content string `json:"content"`
 	}]] `json:"cni"`
@@ -166,6 +168,12 @@ func ParseWindows(node string, out []byte) (*Facts, error) {
 	}
 	if w.W32tm.OK {
 		f.Raw = append(f.Raw, RawFile{Name: "w32tm-status.txt", Data: []byte(w.W32tm.Value)})
+	}
+	if w.ContainerdLog.OK {
+		f.Raw = append(f.Raw, RawFile{Name: "containerd.log.tail", Data: []byte(strings.Join(w.ContainerdLog.Value, "\n") + "\n")})
+	}
+	if w.CalicoCNILog.OK {
+		f.Raw = append(f.Raw, RawFile{Name: "calico-cni.log.tail", Data: []byte(strings.Join(w.CalicoCNILog.Value, "\n") + "\n")})
 	}
 	if w.CNI.OK {
 		for _, c := range w.CNI.Value {

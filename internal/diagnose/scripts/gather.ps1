@@ -65,6 +65,17 @@ $result.kubeletLog = Get-Probe {
     if (Test-Path -LiteralPath $kubeletLog) { @(Get-Content -LiteralPath $kubeletLog -Tail 300) } else { throw "$kubeletLog does not exist" }
 }
 
+# Collected with --collect only, never parsed: containerd's own log (the
+# service is registered with --log-file) and the Calico CNI plugin's log.
+$result.containerdLog = Get-Probe {
+    $p = 'C:\var\log\containerd\containerd.log'
+    if (Test-Path -LiteralPath $p) { @(Get-Content -LiteralPath $p -Tail 300) } else { throw "$p does not exist" }
+}
+$result.calicoCNILog = Get-Probe {
+    $p = 'C:\var\log\calico\cni\cni.log'
+    if (Test-Path -LiteralPath $p) { @(Get-Content -LiteralPath $p -Tail 300) } else { throw "$p does not exist" }
+}
+
 $result.api = Get-Probe {
     $client = New-Object System.Net.Sockets.TcpClient
     try {
