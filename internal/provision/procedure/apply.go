@@ -234,9 +234,22 @@ func applyDefs() []def[*applyBinding] {
 				return b.manifests("kube-proxy-windows", "cluster/windows/kube-proxy-windows")
 			}},
 		{engine.Descriptor{Name: "windows-nodes-ready", Targets: engine.ClusterWide, RunsOn: "cluster, with Windows nodes",
-			After: []string{"join-windows"}, Does: readyDoes("the Windows nodes"), ReadOnly: true},
+			After: []string{"join-windows"}, Does: readyDoes("the Windows nodes") + "; a node still not Ready once Calico created its vSwitch gets its kubelet restarted, once (Calico's Windows troubleshooting)", ReadOnly: true},
 			func(b *applyBinding) (engine.Runner, error) {
-				return b.ready("windows-nodes-ready", engine.WindowsNodes)
+				r, err := b.ready("windows-nodes-ready", engine.WindowsNodes)
+				if err != nil {
+					return nil, err
+				}
+				if err := needs(b.d.ssh()); err != nil {
+					return nil, err
+				}
+				d := b.d
+				r.(*nodesReadyPhase).vswitch = &kubeletAfterVSwitch{
+					connect:    func(ctx context.Context, host string) (vswitchConn, error) { return d.Connect(ctx, host) },
+					after:      windowsVSwitchGrace,
+					sshTimeout: 2 * time.Minute,
+				}
+				return r, nil
 			}},
 		{cluster("runtimeclasses", "a RuntimeClass per Windows build (handler runhcs-wcow-process, nodeSelector and the os=windows toleration)"),
 			func(b *applyBinding) (engine.Runner, error) {

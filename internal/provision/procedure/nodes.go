@@ -27,6 +27,9 @@ type nodesReadyPhase struct {
 	restConfig func(ctx context.Context) (*rest.Config, error)
 	timeout    time.Duration
 	poll       time.Duration
+	// vswitch, when set, restarts the kubelet of a Windows node that stays
+	// not Ready after Calico created its vSwitch (kubeletAfterVSwitch).
+	vswitch *kubeletAfterVSwitch
 }
 
 // Narrow implements engine.Narrower: the cluster when the spec has such
@@ -47,12 +50,24 @@ func (p *nodesReadyPhase) names() []string {
 }
 
 func (p *nodesReadyPhase) DryRun(context.Context, engine.Host) ([]string, error) {
-	return []string{fmt.Sprintf("wait up to %s until nodes %s are Ready (kubectl get nodes)", p.timeout, strings.Join(p.names(), ", "))}, nil
+	lines := []string{fmt.Sprintf("wait up to %s until nodes %s are Ready (kubectl get nodes)", p.timeout, strings.Join(p.names(), ", "))}
+	if p.vswitch != nil {
+		lines = append(lines, fmt.Sprintf("a node still not Ready after %s: over SSH (connecting again: the vSwitch drops connections), once Calico's HNS network exists, Restart-Service kubelet, once per network (its ID recorded in %s)", p.vswitch.after, windowsVSwitchMarker))
+	}
+	return lines, nil
 }
 
 // notReadyNodes lists the wanted nodes that are missing or not Ready, in
 // the order of want, each with the kubelet's reason.
 func notReadyNodes(items []corev1.Node, want []string) []string {
+	out, _ := nodesNotReady(items, want)
+	return out
+}
+
+// nodesNotReady is notReadyNodes, and the set of registered wanted nodes whose
+// Ready condition is not True (what kubeletAfterVSwitch looks at).
+func nodesNotReady(items []corev1.Node, want []string) ([]string, map[string]bool) {
+	registered := map[string]bool{}
 	byName := make(map[string]*corev1.Node, len(items))
 	for i := range items {
 		byName[items[i].Name] = &items[i]
@@ -74,6 +89,7 @@ func notReadyNodes(items []corev1.Node, want []string) []string {
 		case ready == nil:
 			out = append(out, name+" (no Ready condition yet)")
 		case ready.Status != corev1.ConditionTrue:
+			registered[name] = true
 			why := ready.Message
 			if why == "" {
 				why = ready.Reason
@@ -81,7 +97,7 @@ func notReadyNodes(items []corev1.Node, want []string) []string {
 			out = append(out, fmt.Sprintf("%s (Ready=%s: %s)", name, ready.Status, why))
 		}
 	}
-	return out
+	return out, registered
 }
 
 func (p *nodesReadyPhase) Run(ctx context.Context, _ engine.Host) error {
@@ -93,12 +109,18 @@ func (p *nodesReadyPhase) Run(ctx context.Context, _ engine.Host) error {
 	if err != nil {
 		return err
 	}
+	if p.vswitch != nil {
+		p.vswitch.state = map[string]*vswitchState{} // what this run has seen
+	}
 	pending, err := waitUntil(ctx, p.timeout, p.poll, func(ctx context.Context) (bool, string) {
 		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, "listing Nodes: " + err.Error()
 		}
-		pending := notReadyNodes(list.Items, want)
+		pending, unready := nodesNotReady(list.Items, want)
+		if p.vswitch != nil {
+			p.vswitch.look(ctx, unready)
+		}
 		return len(pending) == 0, strings.Join(pending, "; ")
 	})
 	switch {
