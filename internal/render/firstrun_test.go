@@ -43,10 +43,14 @@ func TestPrepareNativeStderrHarmless(t *testing.T) {
 		index(t, "Invoke-Native", body, want)
 	}
 	upstream := index(t, "prepare.ps1", ps, "& $script -ContainerDVersion")
-	for _, prog := range []string{"curl.exe", "tar.exe", "tar", "DISM", "nssm"} {
+	for _, prog := range []string{"tar.exe", "tar", "DISM", "nssm"} {
 		if d := index(t, "prepare.ps1", ps, "function "+prog+" { Invoke-Native "); d > upstream {
 			t.Errorf("%s is shadowed only after the upstream scripts run", prog)
 		}
+	}
+	// curl.exe's shadow also checks what it downloaded (TestUpstreamDownloadsVerified).
+	if d := index(t, "prepare.ps1", ps, "function curl.exe {\n    Invoke-Native 'curl.exe' $args\n"); d > upstream {
+		t.Error("curl.exe is shadowed only after the upstream scripts run")
 	}
 	// containerd.exe's shadow adds the log file to the service registration.
 	shadow := ps[index(t, "prepare.ps1", ps, "function containerd.exe {"):]
@@ -285,4 +289,60 @@ func TestPrepareConcurrencyAndUpstreamIsolation(t *testing.T) {
 			t.Errorf("an upstream script runs under this script's strict mode: %s", c)
 		}
 	}
+}
+
+// TestUpstreamDownloadsVerified: in upstream mode every file the pinned
+// sig-windows-tools scripts download is checked before they use it. The
+// URLs below are spelt as Install-Containerd.ps1 and PrepareNode.ps1 at
+// SigWindowsToolsCommit spell them (their DownloadFile calls), for the lab's
+// versions; each must be in prepare.ps1's $Downloads with the checksum
+// file its release publishes (or nssm's pinned sha256), the curl.exe
+// shadow must check right after the download (before the scripts' tar),
+// and a mismatch must remove the file and name it, the URL, the expected
+// and the actual sum. (The bundle-mode script downloads nothing:
+// TestWindowsBundleNoDownload.)
+func TestUpstreamDownloadsVerified(t *testing.T) {
+	ps := labText(t, "nodes/k8s-lab-win-1/prepare.ps1")
+	p := labPlan(t)
+	v := p.Versions
+	want := map[string]string{
+		"https://github.com/containerd/containerd/releases/download/v" + v.Containerd + "/containerd-" + v.Containerd + "-windows-amd64.tar.gz": "Sums = 'https://github.com/containerd/containerd/releases/download/v" + v.Containerd + "/containerd-" + v.Containerd + "-windows-amd64.tar.gz.sha256sum'",
+		"https://github.com/kubernetes-sigs/cri-tools/releases/download/v" + v.Crictl + "/crictl-v" + v.Crictl + "-windows-amd64.tar.gz":        "Sums = 'https://github.com/kubernetes-sigs/cri-tools/releases/download/v" + v.Crictl + "/crictl-v" + v.Crictl + "-windows-amd64.tar.gz.sha256'",
+		"https://dl.k8s.io/" + v.Kubernetes + "/bin/windows/amd64/kubelet.exe":                                                                  "Sums = 'https://dl.k8s.io/" + v.Kubernetes + "/bin/windows/amd64/kubelet.exe.sha256'",
+		"https://dl.k8s.io/" + v.Kubernetes + "/bin/windows/amd64/kubeadm.exe":                                                                  "Sums = 'https://dl.k8s.io/" + v.Kubernetes + "/bin/windows/amd64/kubeadm.exe.sha256'",
+		"https://k8stestinfrabinaries.blob.core.windows.net/nssm-mirror/nssm-2.24.zip":                                                          "Sha256 = '727d1e42275c605e0f04aba98095c38a8e1e46def453cdffce42869428aa6743'",
+	}
+	if !strings.HasPrefix(v.Kubernetes, "v") {
+		t.Fatalf("the lab's Kubernetes version %q: PrepareNode.ps1 adds a v", v.Kubernetes)
+	}
+	table := ps[index(t, "prepare.ps1", ps, "$Downloads = @{\n"):]
+	table = table[:index(t, "$Downloads", table, "\n}\n")]
+	if n := strings.Count(table, "\n    '"); n != len(want) {
+		t.Errorf("$Downloads has %d entries, want %d:\n%s", n, len(want), table)
+	}
+	for url, sum := range want {
+		index(t, "$Downloads", table, "'"+url+"' = @{ "+sum+" }")
+	}
+
+	shadow := ps[index(t, "prepare.ps1", ps, "function curl.exe {"):]
+	shadow = shadow[:index(t, "curl.exe", shadow, "\n}\n")]
+	if index(t, "curl.exe", shadow, "Invoke-Native 'curl.exe' $args") > index(t, "curl.exe", shadow, "Confirm-Download @($args)") {
+		t.Error("curl.exe checks before it downloads")
+	}
+	confirm := ps[index(t, "prepare.ps1", ps, "function Confirm-Download"):]
+	confirm = confirm[:index(t, "Confirm-Download", confirm, "\n}\n")]
+	for _, want := range []string{
+		"@('-o', '-Lo', '--output') -contains $a", // PrepareNode.ps1's and Install-Containerd.ps1's -Lo
+		"if (-not $Downloads.ContainsKey($url))",  // an unknown download is refused
+		"Invoke-Native 'curl.exe' @('--fail', '--silent', '--show-error', '--location', $from)",
+		"(Get-FileHash -LiteralPath $path -Algorithm SHA256).Hash.ToLowerInvariant()",
+		"if ($want -notmatch '^[0-9a-f]{64}$' -or $got -ne $want) {\n        Remove-Item -LiteralPath $path -Force\n        throw \"$path (from $url) has sha256 $got, expected $want ($from)",
+	} {
+		index(t, "Confirm-Download", confirm, want)
+	}
+	// Confirm-Download is defined before the upstream scripts run.
+	if index(t, "prepare.ps1", ps, "function Confirm-Download") > index(t, "prepare.ps1", ps, "& $script -ContainerDVersion") {
+		t.Error("Confirm-Download is defined after the upstream scripts run")
+	}
+
 }

@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +26,52 @@ const (
 	DefaultPrepareNodeURL          = "https://raw.githubusercontent.com/kubernetes-sigs/sig-windows-tools/" + SigWindowsToolsCommit + "/hostprocess/PrepareNode.ps1"
 	DefaultPrepareNodeSHA256       = "5FB75BB136B83BE01BAE3225E0DDF7120647626D3C794BC9BAF6D718DCC0C4D8"
 )
+
+// NSSMZipSHA256 is the sha256 of nssm 2.24's release zip (nssm.cc's
+// nssm-2.24.zip, as the Chocolatey package nssm and Bazel http_archive
+// rules pin it), which the Kubernetes project's mirror PrepareNode.ps1
+// downloads from (NSSMZipURL) holds. nssm publishes no checksum file: in
+// upstream mode prepare.ps1 checks the download against this value.
+const NSSMZipSHA256 = "727d1e42275c605e0f04aba98095c38a8e1e46def453cdffce42869428aa6743"
+
+// NSSMZipURL is where PrepareNode.ps1 downloads nssm from.
+const NSSMZipURL = "https://k8stestinfrabinaries.blob.core.windows.net/nssm-mirror/nssm-2.24.zip"
+
+// UpstreamDownload is a file sig-windows-tools' scripts download on a
+// Windows node (packages.source upstream), with where its sha256 comes
+// from: SumsURL, the checksum file its release publishes beside it, or
+// SHA256, pinned in hybridctl.
+type UpstreamDownload struct {
+	URL     string
+	SumsURL string
+	SHA256  string
+}
+
+// UpstreamDownloads lists, in the order the scripts fetch them, the URLs
+// Install-Containerd.ps1 and PrepareNode.ps1 at SigWindowsToolsCommit
+// download for the plan's versions, spelt as the scripts spell them:
+// Install-Containerd.ps1's DownloadFile of
+// github.com/containerd/containerd/releases/download/v${ContainerDVersion}/containerd-${ContainerDVersion}-windows-amd64.tar.gz
+// (containerd publishes a .sha256sum beside each archive) and of
+// github.com/kubernetes-sigs/cri-tools/releases/download/v$crictlVersion/crictl-v$crictlVersion-windows-amd64.tar.gz
+// (.sha256); PrepareNode.ps1's dl.k8s.io/$KubernetesVersion/bin/windows/amd64/kubelet.exe
+// and kubeadm.exe, the version with its "v" (dl.k8s.io publishes .sha256),
+// and the nssm zip (pinned, NSSMZipSHA256).
+func UpstreamDownloads(p *plan.Plan) []UpstreamDownload {
+	v := p.Versions
+	k8s := "v" + strings.TrimPrefix(v.Kubernetes, "v")
+	ctrd := "https://github.com/containerd/containerd/releases/download/v" + v.Containerd + "/containerd-" + v.Containerd + "-windows-amd64.tar.gz"
+	crictl := "https://github.com/kubernetes-sigs/cri-tools/releases/download/v" + v.Crictl + "/crictl-v" + v.Crictl + "-windows-amd64.tar.gz"
+	kubelet := "https://dl.k8s.io/" + k8s + "/bin/windows/amd64/kubelet.exe"
+	kubeadm := "https://dl.k8s.io/" + k8s + "/bin/windows/amd64/kubeadm.exe"
+	return []UpstreamDownload{
+		{URL: ctrd, SumsURL: ctrd + ".sha256sum"},
+		{URL: crictl, SumsURL: crictl + ".sha256"},
+		{URL: kubelet, SumsURL: kubelet + ".sha256"},
+		{URL: kubeadm, SumsURL: kubeadm + ".sha256"},
+		{URL: NSSMZipURL, SHA256: NSSMZipSHA256},
+	}
+}
 
 // runtimeClass renders one RuntimeClass for one Windows build (guide:
 // "Taint, RuntimeClass and Linux DaemonSets").
@@ -127,6 +174,8 @@ type ps1Data struct {
 	InstallContainerdSHA256 string
 	PrepareNodeURL          string
 	PrepareNodeSHA256       string
+	// Downloads are what the upstream scripts download (upstream mode).
+	Downloads []UpstreamDownload
 	// Hosts are containerd's certs.d directories (private registry only).
 	Hosts    []hostsFile
 	CertsDir string
@@ -151,6 +200,7 @@ func (r *renderer) windowsPrepare(n plan.Node) ([]byte, error) {
 	} else {
 		d.InstallContainerdURL, d.InstallContainerdSHA256 = r.opts.InstallContainerdURL, r.opts.InstallContainerdSHA256
 		d.PrepareNodeURL, d.PrepareNodeSHA256 = r.opts.PrepareNodeURL, r.opts.PrepareNodeSHA256
+		d.Downloads = UpstreamDownloads(r.plan)
 	}
 	var buf bytes.Buffer
 	if err := r.tmpl.ExecuteTemplate(&buf, "prepare.ps1.tmpl", d); err != nil {

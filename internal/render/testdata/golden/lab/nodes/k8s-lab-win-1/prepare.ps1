@@ -76,7 +76,12 @@ function Invoke-Native {
 # name: functions come before programs in PowerShell's command lookup, so
 # these run them through Invoke-Native there too. DISM's 3010 is "reboot
 # needed".
-function curl.exe { Invoke-Native 'curl.exe' $args }
+# curl.exe also checks every file the upstream scripts download against
+# its sha256 (Confirm-Download) before they go on to extract or run it.
+function curl.exe {
+    Invoke-Native 'curl.exe' $args
+    Confirm-Download @($args)
+}
 function tar.exe { Invoke-Native 'tar.exe' $args }
 function tar { Invoke-Native 'tar.exe' $args }
 function DISM { Invoke-Native 'dism.exe' $args -Ok 0, 3010 }
@@ -91,6 +96,58 @@ function containerd.exe {
     Invoke-Native 'containerd.exe' $a
 }
 function nssm { Invoke-Native 'nssm.exe' $args }
+
+# Every file the upstream scripts download for this node's versions, and
+# where its sha256 comes from: the checksum file its release publishes
+# beside it (Sums), or pinned by hybridctl (Sha256; nssm publishes none).
+# A download that is not listed is refused.
+$Downloads = @{
+    'https://github.com/containerd/containerd/releases/download/v2.2.2/containerd-2.2.2-windows-amd64.tar.gz' = @{ Sums = 'https://github.com/containerd/containerd/releases/download/v2.2.2/containerd-2.2.2-windows-amd64.tar.gz.sha256sum' }
+    'https://github.com/kubernetes-sigs/cri-tools/releases/download/v1.37.0/crictl-v1.37.0-windows-amd64.tar.gz' = @{ Sums = 'https://github.com/kubernetes-sigs/cri-tools/releases/download/v1.37.0/crictl-v1.37.0-windows-amd64.tar.gz.sha256' }
+    'https://dl.k8s.io/v1.37.2/bin/windows/amd64/kubelet.exe' = @{ Sums = 'https://dl.k8s.io/v1.37.2/bin/windows/amd64/kubelet.exe.sha256' }
+    'https://dl.k8s.io/v1.37.2/bin/windows/amd64/kubeadm.exe' = @{ Sums = 'https://dl.k8s.io/v1.37.2/bin/windows/amd64/kubeadm.exe.sha256' }
+    'https://k8stestinfrabinaries.blob.core.windows.net/nssm-mirror/nssm-2.24.zip' = @{ Sha256 = '727d1e42275c605e0f04aba98095c38a8e1e46def453cdffce42869428aa6743' }
+}
+
+# Confirm-Download checks the file a curl.exe call wrote (-o, -Lo or
+# --output) against the sha256 $Downloads has for its URL; a file that does
+# not match is removed, and the error names it, the URL, the expected and
+# the actual sha256.
+function Confirm-Download([object[]] $CurlArgs) {
+    $url = $null
+    $path = $null
+    for ($i = 0; $i -lt $CurlArgs.Count; $i++) {
+        $a = [string] $CurlArgs[$i]
+        if ($a -match '^https?://') {
+            $url = $a
+        } elseif (@('-o', '-Lo', '--output') -contains $a -and $i + 1 -lt $CurlArgs.Count) {
+            $i++
+            $path = [string] $CurlArgs[$i]
+        }
+    }
+    if ($null -eq $url -or $null -eq $path) {
+        throw "curl.exe $($CurlArgs -join ' '): not a download prepare.ps1 can check (no URL or no output file)"
+    }
+    if (-not $Downloads.ContainsKey($url)) {
+        Remove-Item -LiteralPath $path -Force -ErrorAction SilentlyContinue
+        throw "$url is not a download hybridctl knows the sha256 of ($path removed): the upstream scripts are expected to download only what `$Downloads in prepare.ps1 lists"
+    }
+    $entry = $Downloads[$url]
+    if ($entry.ContainsKey('Sums')) {
+        $from = $entry['Sums']
+        $text = (Invoke-Native 'curl.exe' @('--fail', '--silent', '--show-error', '--location', $from)) -join "`n"
+        $want = ($text.Trim() -split '\s+')[0].ToLowerInvariant()
+    } else {
+        $from = 'pinned in prepare.ps1'
+        $want = ([string] $entry['Sha256']).ToLowerInvariant()
+    }
+    $got = (Get-FileHash -LiteralPath $path -Algorithm SHA256).Hash.ToLowerInvariant()
+    if ($want -notmatch '^[0-9a-f]{64}$' -or $got -ne $want) {
+        Remove-Item -LiteralPath $path -Force
+        throw "$path (from $url) has sha256 $got, expected $want ($from); the file was removed"
+    }
+    Write-Host "  $path matches its sha256 ($from)"
+}
 
 function Get-Script([string] $Url, [string] $Sha256, [string] $Path) {
     if (-not (Test-Path -LiteralPath $Path)) {
