@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
+	"github.com/hybridctl/hybridctl/internal/provision/transport"
 )
 
 // generated replaces the text between the BEGIN and END markers of name.
@@ -62,5 +63,32 @@ func TestDocs(t *testing.T) {
 		if string(b) != want {
 			t.Errorf("docs/%s's phase tables are stale: run go test ./internal/provision/procedure -run TestDocs -update", doc.file)
 		}
+	}
+}
+
+// TestDocsWindowsWrapper fails when the wrapper docs/apply.md shows (how
+// every Windows script runs, for the dry run's "in hybridctl's PowerShell
+// wrapper") differs from transport.WrapPowerShell; -update rewrites it.
+func TestDocsWindowsWrapper(t *testing.T) {
+	path := filepath.Join("..", "..", "..", "docs", "apply.md")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	begin, end := "<!-- BEGIN windows wrapper: generated, do not edit -->\n", "<!-- END windows wrapper -->"
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	if i < 0 || j < i {
+		t.Fatal("docs/apply.md has no windows wrapper markers")
+	}
+	want := doc[:i+len(begin)] + "```powershell\n" + transport.WrapPowerShell("SCRIPT") + "```\n" + doc[j:]
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if doc != want {
+		t.Error("docs/apply.md's Windows wrapper is stale: run go test ./internal/provision/procedure -run TestDocsWindowsWrapper -update")
 	}
 }

@@ -166,7 +166,7 @@ func (p *windowsPreparePhase) DryRun(_ context.Context, h engine.Host) ([]string
 	}
 	return []string{
 		describeFile(f, windowsPrepare, 0o600),
-		"run: " + windowsPrepareCommand,
+		transport.DescribeWindowsRun(windowsPrepareCommand, windowsPrepareCommand),
 		fmt.Sprintf("when it asks for a reboot: Restart-Computer -Force, wait for a new boot (up to %s), run it again; at most %d rounds, until \"%s\"", p.rebootTimeout, windowsMaxRounds, windowsReady),
 	}, nil
 }

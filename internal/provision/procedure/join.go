@@ -123,7 +123,7 @@ func (p *joinPhase) DryRun(_ context.Context, h engine.Host) ([]string, error) {
 	}
 	run := "run as root: kubeadm join --config " + join
 	if p.windows {
-		run = "run: " + windowsPathFirst + "; " + transport.NativeCommand(windowsKubeadm, "join", "--config", join) + " (kubeadm's preflight finds kubelet.exe on PATH)"
+		run = transport.DescribeWindowsRun(windowsJoinScript(join), windowsPathFirst+"; "+transport.NativeCommand(windowsKubeadm, "join", "--config", join)+" (kubeadm's preflight finds kubelet.exe on PATH)")
 	}
 	return append(lines, run, "remove "+join+" (it holds the token), also when the join fails"), nil
 }
@@ -219,8 +219,14 @@ func (p *joinPhase) Run(ctx context.Context, h engine.Host) (err error) {
 		// whatever path kubeadm.exe itself is called by; PrepareNode.ps1 put
 		// both in C:\k, which the SSH session's PATH may predate: C:\k goes
 		// first on PATH in the same process.
-		cmd = windowsPathFirst + "\n" + transport.NativeCommand(windowsKubeadm, "join", "--config", join)
+		cmd = windowsJoinScript(join)
 	}
 	_, err = c.Run(ctx, cmd)
 	return err
+}
+
+// windowsJoinScript is what join-windows runs: C:\k first on PATH, then
+// kubeadm join with the uploaded configuration.
+func windowsJoinScript(join string) string {
+	return windowsPathFirst + "\n" + transport.NativeCommand(windowsKubeadm, "join", "--config", join)
 }

@@ -96,7 +96,8 @@ func (p *upgradeNodePhase) DryRun(_ context.Context, h engine.Host) ([]string, e
 	drain := fmt.Sprintf("kubectl drain %s --ignore-daemonsets --delete-emptydir-data --timeout %s (cordon, annotated %s; then evict its pods, respecting PodDisruptionBudgets)", h.Name, p.drainTimeout, UpgradeAnnotation)
 	ready := fmt.Sprintf("wait up to %s until %s is Ready with kubelet %s; kubectl uncordon %s", p.readyTimeout, h.Name, p.up.To, h.Name)
 	if h.OS == engine.Windows {
-		return []string{drain, "run as an administrator: " + firstLine(windowsUpgradeScript(p.up, h.Name, p.windowsFiles(h))) + " (the new kubeadm.exe, kubeadm upgrade node, kubelet.exe replaced while the service is stopped, the old one kept as C:\\k\\kubelet.exe.old)", ready}, nil
+		script := windowsUpgradeScript(p.up, h.Name, p.windowsFiles(h))
+		return []string{drain, transport.DescribeWindowsRun(script, firstLine(script)+" (the new kubeadm.exe, kubeadm upgrade node, kubelet.exe replaced while the service is stopped, the old one kept as C:\\k\\kubelet.exe.old)"), ready}, nil
 	}
 	f, err := p.files.get("nodes/" + h.Name + "/prepare.sh")
 	if err != nil {

@@ -108,3 +108,19 @@ func (c *Client) runWindowsFile(ctx context.Context, script string, stdin io.Rea
 	}
 	return res, err
 }
+
+// DescribeWindowsRun says, for a dry run, how Run would send script to a
+// Windows host, shown as what: as the -EncodedCommand line, with its
+// length, or, when that line would be longer than MaxWindowsCommandLine,
+// as the upload and -File run that really happen (runWindowsFile), under
+// the name pattern the upload uses (its 32 hex digits are random).
+// Either way the script runs inside hybridctl's wrapper (WrapPowerShell).
+func DescribeWindowsRun(script, what string) string {
+	n := windowsLineLen(PowerShellCommand(script))
+	if n > MaxWindowsCommandLine {
+		path := WindowsScriptDir + `\hybridctl-RANDOM.ps1`
+		return fmt.Sprintf("upload to %s (the script in hybridctl's PowerShell wrapper: as -EncodedCommand it would be %d characters, over cmd.exe's %d), run %s, the file removed by its own first line: %s",
+			path, n, MaxWindowsCommandLine, WindowsFileCommand(path), what)
+	}
+	return fmt.Sprintf("run powershell -NoProfile -NonInteractive -EncodedCommand (%d characters: the script in hybridctl's PowerShell wrapper): %s", n, what)
+}

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,5 +187,48 @@ exec powershell-real "$@"
 	}
 	if left := files(); len(left) != 0 || !strings.HasPrefix(seen(), "C__Windows_Temp_hybridctl-") {
 		t.Errorf("files left after a cancelled run: %v (there during the run: %q)", left, seen())
+	}
+}
+
+// TestDescribeWindowsRun: a dry run shows a script as Run sends it, on
+// both sides of cmd.exe's limit: the -EncodedCommand line up to 8,191
+// characters, the upload and -File run from 8,192 on; and the loopback
+// server receives exactly that form.
+func TestDescribeWindowsRun(t *testing.T) {
+	// The longest script whose -EncodedCommand line fits.
+	n := 1
+	for windowsLineLen(PowerShellCommand(strings.Repeat("a", n+1))) <= MaxWindowsCommandLine {
+		n++
+	}
+	fits, over := strings.Repeat("a", n), strings.Repeat("a", n+1)
+	if l := windowsLineLen(PowerShellCommand(fits)); l > MaxWindowsCommandLine || l < MaxWindowsCommandLine-4 {
+		t.Fatalf("the longest fitting line is %d characters", l)
+	}
+	short := DescribeWindowsRun(fits, "WHAT")
+	want := fmt.Sprintf("run powershell -NoProfile -NonInteractive -EncodedCommand (%d characters: the script in hybridctl's PowerShell wrapper): WHAT", windowsLineLen(PowerShellCommand(fits)))
+	if short != want {
+		t.Errorf("fits:\n got %s\nwant %s", short, want)
+	}
+	long := DescribeWindowsRun(over, "WHAT")
+	for _, w := range []string{`upload to C:\Windows\Temp\hybridctl-RANDOM.ps1`, fmt.Sprintf("it would be %d characters, over cmd.exe's 8191", windowsLineLen(PowerShellCommand(over))),
+		`run powershell -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "C:\Windows\Temp\hybridctl-RANDOM.ps1"`, ": WHAT"} {
+		if !strings.Contains(long, w) {
+			t.Errorf("over the limit, lacks %q:\n%s", w, long)
+		}
+	}
+
+	// What the server receives is the form described.
+	f, c := windowsClient(t)
+	for _, s := range []string{fits, over} {
+		before := len(f.srv.Commands())
+		if _, err := c.Run(ctxT(t), s); err != nil {
+			t.Fatal(err)
+		}
+		cmds := f.srv.Commands()[before:]
+		last := cmds[len(cmds)-1]
+		asFile := strings.HasPrefix(last, `powershell -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "C:\Windows\Temp\hybridctl-`)
+		if described := strings.HasPrefix(DescribeWindowsRun(s, ""), "upload "); asFile != described {
+			t.Errorf("a script of %d characters: sent as a file %v, described as one %v", len(s), asFile, described)
+		}
 	}
 }
