@@ -1,3 +1,6 @@
+// What an image reference says: whether it names a Windows image, and which
+// Windows build its tag names; containerd's build compatibility rule.
+
 package checks
 
 import (

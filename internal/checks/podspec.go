@@ -1,3 +1,7 @@
+// The fields of a Windows pod template: spec.os (HC103), Service names
+// with dots (HC109), Linux-only security context (HC110), HostProcess and
+// Pod Security (HC111).
+
 package checks
 
 import (

@@ -1,3 +1,7 @@
+// Windows builds and RuntimeClasses: a template tied to the build its image
+// needs (HC104, HC108), RuntimeClasses that exist and match a node's build
+// (HC105, HC106), a build without a RuntimeClass (HC107).
+
 package checks
 
 import (

@@ -1,3 +1,6 @@
+// Where workloads land: Linux pods on Windows nodes (HC101, HC102), Windows
+// pods without the taint's toleration or without placement (HC112, HC113).
+
 package checks
 
 import (

@@ -1,3 +1,6 @@
+// The test actions: each action run from its client probe against its
+// target, blocked when a probe is not ready, diagnosed when it fails.
+
 package connectivity
 
 import (

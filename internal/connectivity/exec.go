@@ -1,3 +1,5 @@
+// Running a command in a probe pod (the API server's exec).
+
 package connectivity
 
 import (

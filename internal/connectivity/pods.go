@@ -1,3 +1,6 @@
+// Waiting for the probe pods: their state read from the API, a pull
+// failure named at once.
+
 package connectivity
 
 import (

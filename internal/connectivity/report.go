@@ -1,3 +1,6 @@
+// The report of a run: each action's outcome with its evidence, the
+// probes' status and the summary.
+
 package connectivity
 
 // Result is a test action's outcome.

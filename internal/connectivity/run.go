@@ -1,3 +1,6 @@
+// The run's lifecycle: Runner.Run creates the plan's objects, waits for the
+// probes, runs the actions and removes what it created.
+
 package connectivity
 
 import (
