@@ -379,9 +379,15 @@ func TestResetWindowsOrder(t *testing.T) {
 	}
 
 	lines, _ := engine.Impl(reset).(engine.DryRunner).DryRun(ctx, win)
-	if len(lines) != 5 || !strings.Contains(lines[1], "net.d") || !strings.Contains(lines[0], `C:\k\kubeadm.exe`) ||
-		!strings.Contains(lines[2], "Remove-HnsNetwork; ") || !strings.Contains(lines[3], "new boot id") || !strings.Contains(lines[4], "Unregister-ScheduledTask") {
+	if len(lines) != 4 || !strings.Contains(lines[0], `C:\k\kubeadm.exe`) || !strings.Contains(lines[0], "net.d") || strings.Index(lines[0], "net.d") < strings.Index(lines[0], "kubeadm.exe") ||
+		!strings.Contains(lines[1], "Remove-HnsNetwork; ") || !strings.Contains(lines[2], "new boot id") || !strings.Contains(lines[3], "Unregister-ScheduledTask") {
 		t.Errorf("Windows dry-run: %q", lines)
+	}
+	// Each command is shown as it is sent: in the wrapper, -EncodedCommand.
+	for _, i := range []int{0, 1, 3} {
+		if !strings.Contains(lines[i], "run powershell -NoProfile -NonInteractive -EncodedCommand (") {
+			t.Errorf("Windows dry-run line %d does not say how it is sent: %s", i, lines[i])
+		}
 	}
 }
 

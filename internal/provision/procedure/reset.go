@@ -132,14 +132,18 @@ func script(h engine.Host) string {
 
 func (p *hostReset) DryRun(_ context.Context, h engine.Host) ([]string, error) {
 	out := []string{}
+	if h.OS == engine.Windows {
+		// As the transport sends them: each script in the wrapper, as
+		// -EncodedCommand or, when too long for cmd.exe, as a file.
+		out = append(out, transport.DescribeWindowsRun(windowsResetScript, strings.ReplaceAll(windowsResetScript, "\n", "; ")),
+			"read the boot id; "+transport.DescribeWindowsRun(windowsResetDetach(), "start scheduled task "+windowsResetTask+" (SYSTEM, detached): "+
+				strings.ReplaceAll(strings.TrimPrefix(windowsResetFinal, "$ErrorActionPreference = 'Continue'\n"), "\n", "; ")),
+			"wait until the node is back (new boot id)",
+			transport.DescribeWindowsRun(windowsResetUnregister, windowsResetUnregister))
+		return out, nil
+	}
 	for _, l := range strings.Split(script(h), "\n") {
 		out = append(out, "run: "+l)
-	}
-	if h.OS == engine.Windows {
-		out = append(out, "read the boot id; start scheduled task "+windowsResetTask+" (SYSTEM, detached): "+
-			strings.ReplaceAll(strings.TrimPrefix(windowsResetFinal, "$ErrorActionPreference = 'Continue'\n"), "\n", "; "),
-			"wait until the node is back (new boot id)",
-			"run: "+windowsResetUnregister)
 	}
 	return out, nil
 }
