@@ -282,3 +282,58 @@ spec:
 		t.Fatalf("a first: findings %v, diagnostics %+v", hc, rep.Diagnostics)
 	}
 }
+
+// A tab in the indentation is named as a tab at its line and column, and a
+// container field of the wrong type is named in words while the object's
+// checks still run: the DaemonSet below gets HC101 beside the error.
+func TestLintTabAndFieldType(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"tab.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n\tkey: value\n",
+		"cns.yaml": `apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: cns
+  namespace: kube-system
+spec:
+  template:
+    spec:
+      tolerations:
+      - operator: Exists
+      containers:
+      - name: cns-container
+        image: example.com/cns:1.0
+        command: /usr/bin/cns
+`,
+	})
+	r := runCLI(t, "", "lint", dir, "-o", "json")
+	var rep struct {
+		Findings []struct {
+			Check, Message string
+			Object         struct{ Name string }
+		}
+		Diagnostics []struct {
+			Severity, File, Message, Fix string
+			Line                         int
+		}
+	}
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+		t.Fatalf("json: %v\n%s", err, r.out)
+	}
+	if r.code != ExitProblem || len(rep.Diagnostics) != 2 {
+		t.Fatalf("exit %d, diagnostics %+v, want 2", r.code, rep.Diagnostics)
+	}
+	cns, tab := rep.Diagnostics[0], rep.Diagnostics[1]
+	if filepath.Base(cns.File) != "cns.yaml" || cns.Line != 1 || cns.Severity != "error" ||
+		cns.Message != "DaemonSet kube-system/cns: containers[0] (cns-container): command must be a list of strings, not a string; the object's other fields were checked" ||
+		!strings.Contains(cns.Fix, "command as a YAML list") {
+		t.Errorf("type diagnostic = %+v", cns)
+	}
+	if filepath.Base(tab.File) != "tab.yaml" || tab.Line != 6 ||
+		tab.Message != "cannot read this YAML document: a tab character at line 6, column 1: YAML indents with spaces only" ||
+		tab.Fix != "replace the tab with spaces" {
+		t.Errorf("tab diagnostic = %+v", tab)
+	}
+	if len(rep.Findings) != 1 || rep.Findings[0].Check != "HC101" || rep.Findings[0].Object.Name != "cns" {
+		t.Errorf("findings = %+v, want HC101 on the DaemonSet read without its command", rep.Findings)
+	}
+}

@@ -40,7 +40,7 @@ func checkDecodeJSON(t *testing.T, data []byte) (fast int) {
 		err := decodeJSON(data, got)
 		wantErr := json.Unmarshal(data, want)
 		if wantErr != nil {
-			wantErr = fieldError(wantErr)
+			wantErr = fieldError(data, wantErr)
 		}
 		switch {
 		case (err == nil) != (wantErr == nil):

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -41,6 +42,12 @@ func (p *pipeline) decode(d doc) {
 		}()
 		j, meta, err := c.ToJSON(data)
 		if err != nil {
+			if n, col, ok := manifest.TabIndent(data, err); ok {
+				line := d.fileLine(n)
+				diag(finding.Error, line, fmt.Sprintf("cannot read this YAML document: a tab character at line %d, column %d: YAML indents with spaces only", line, col),
+					"replace the tab with spaces")
+				return
+			}
 			line, msg := d.line, err.Error()
 			if m := yamlLine.FindStringSubmatch(msg); m != nil {
 				n, _ := strconv.Atoi(m[1])
@@ -83,7 +90,7 @@ func (p *pipeline) decode(d doc) {
 		Items      []json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
-		diag(finding.Error, d.line, fieldError(err).Error(), "")
+		diag(finding.Error, d.line, fieldError(data, err).Error(), "")
 		return
 	}
 	if head.Kind == "List" || (strings.HasSuffix(head.Kind, "List") && head.Items != nil) {
@@ -107,7 +114,7 @@ func (p *pipeline) object(d doc, data []byte, where, apiVersion, kind string) {
 			Kind       string `json:"kind"`
 		}
 		if err := json.Unmarshal(data, &tm); err != nil {
-			diag(finding.Error, "not a Kubernetes object: "+fieldError(err).Error(), "")
+			diag(finding.Error, "not a Kubernetes object: "+fieldError(data, err).Error(), "")
 			return
 		}
 		apiVersion, kind = tm.APIVersion, tm.Kind
@@ -131,7 +138,12 @@ func (p *pipeline) object(d doc, data []byte, where, apiVersion, kind string) {
 		return
 	}
 	if err := p.s.AddKind(KindOf(apiVersion, kind), apiVersion, kind, data, Source{File: d.file, Line: d.line, Template: d.template, order: d.order}); err != nil {
-		diag(finding.Error, fmt.Sprintf("%s %s: %v", kind, nameOf(data), err), "")
+		fix := ""
+		var te *TypeError
+		if errors.As(err, &te) {
+			fix = te.Fix()
+		}
+		diag(finding.Error, fmt.Sprintf("%s %s: %v", kind, nameOf(data), err), fix)
 	}
 }
 

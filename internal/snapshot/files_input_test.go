@@ -116,7 +116,7 @@ func TestLoadDiagnostics(t *testing.T) {
 			2, []string{"bad.yaml:7: error: cannot read this YAML document: did not find expected"}}, // yaml.v3 says the line before
 		{"type.yaml", "# c\napiVersion: v1\nkind: Node\nmetadata: {name: a}\nstatus: {capacity: {pods: lots}}\n---\n" + node,
 			1, []string{"type.yaml:2: error: Node a:"}},
-		{"taints.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: a}\nspec: {taints: {key: os}}\n", 0, []string{"field spec.taints"}},
+		{"taints.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: a}\nspec: {taints: {key: os}}\n", 0, []string{"taints.yaml:1: error: Node a: spec.taints must be a list of mappings, not a mapping; the object was not checked"}},
 		{"nokind.yaml", "metadata: {name: a}\n", 0, []string{"nokind.yaml:1: warning: not a Kubernetes object (no apiVersion or kind)"}},
 		{"noapiversion.yaml", "kind: Deployment\nmetadata: {name: web}\n", 0, []string{"noapiversion.yaml:1: error: Deployment web has no apiVersion"}},
 		{"nokindonly.yaml", "apiVersion: v1\nmetadata: {name: web}\n", 0, []string{"error: object web has no kind"}},
@@ -128,7 +128,9 @@ func TestLoadDiagnostics(t *testing.T) {
 			[]string{"trunc.json:3: error: unexpected end of JSON input"}},
 		{"str.json", "[\"x\", 1]\n", 0, []string{"str.json:1: warning: not a Kubernetes object (a scalar", "str.json:1: warning: not a Kubernetes object (a scalar"}},
 		{"str2.json", "{\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {\"name\": \"a\"}}\n\"x\"\n", 1, []string{"str2.json:2: warning: not a Kubernetes object (a JSON string"}},
-		{"tab.yaml", node + "---\napiVersion: v1\nkind: Node\nmetadata:\n\tname: b\n", 1, []string{"tab.yaml:8: error: cannot read"}},
+		{"tab.yaml", node + "---\napiVersion: v1\nkind: Node\nmetadata:\n\tname: b\n", 1, []string{"tab.yaml:8: error: cannot read this YAML document: a tab character at line 8, column 1: YAML indents with spaces only"}},
+		{"tabafter.yaml", node + "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: b\nspec:\n  taints:\n  - key: os\n  \t effect: NoSchedule\n", 1, []string{"tabafter.yaml:12: error: cannot read this YAML document: a tab character at line 12, column 3"}},
+		{"tabvalue.yaml", node + "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: \"b\tc\"\n  labels: [\n", 1, []string{"tabvalue.yaml:9: error: cannot read this YAML document: did not find expected node content"}},
 		// An error at the end of the input is on the last line, with or
 		// without a line break after it (yaml.v3 says the line after).
 		{"eof.yaml", node + "---\nkind: \"unclosed", 1, []string{"eof.yaml:5: error: cannot read this YAML document: found unexpected end of stream"}},

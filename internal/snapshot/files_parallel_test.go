@@ -109,7 +109,7 @@ func TestLoadParallelManyFiles(t *testing.T) {
 		file string
 		line int
 		msg  string
-	}{{"pods-04.yaml", wrongType, "field metadata.name: cannot use number"}, {"pods-07.yaml", badLine, "cannot read this YAML document"}} {
+	}{{"pods-04.yaml", wrongType, "metadata.name must be a string, not"}, {"pods-07.yaml", badLine, "cannot read this YAML document"}} {
 		d := four.Diagnostics[i]
 		if filepath.Base(d.File) != want.file || d.Line != want.line || d.Severity != finding.Error || !strings.Contains(d.Message, want.msg) {
 			t.Errorf("diagnostic %d: %s, want %s:%d: %s", i, d, want.file, want.line, want.msg)

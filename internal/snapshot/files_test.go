@@ -88,6 +88,8 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("[{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"}}]"))
 	f.Add([]byte("apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\nkind: List\n"))
 	f.Add([]byte("resources: [a.yaml]\n---\nkind: Deployment\n"))
+	f.Add([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n\tname: a\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n  \t image: x\n"))
+	f.Add([]byte("apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: cns}\nspec:\n  template:\n    spec:\n      tolerations: [{operator: Exists}]\n      containers:\n      - {name: cns-container, image: cns, command: /usr/bin/cns, args: [1, {a: b}]}\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		lines := bytes.Count(b, []byte{'\n'}) + 1
 		read := func(o FileOptions) (*Snapshot, string) {

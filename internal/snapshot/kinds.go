@@ -149,7 +149,9 @@ func resourcesFor(k Kind) []resource {
 
 // AddKind is Add for a caller that knows the kind (list items from the API
 // carry none). An object of kind "" is counted in Other and dropped. On
-// error nothing is stored.
+// error nothing is stored, but for a *TypeError marked Kept: a pod or pod
+// template with a container field of the wrong type is stored without
+// that field.
 func (s *Snapshot) AddKind(k Kind, apiVersion, kind string, data []byte, src Source) error {
 	if k == "" {
 		s.locked(func() { s.Other++ })
@@ -162,8 +164,8 @@ func (s *Snapshot) AddKind(k Kind, apiVersion, kind string, data []byte, src Sou
 	return e.decode(s, k, data, identity{apiVersion, kind, src})
 }
 
-// decodeJSON decodes data into v (a pointer to a zero value); a type
-// error names the field. It decodes with github.com/go-json-experiment/json
+// decodeJSON decodes data into v (a pointer to a zero value); a field of
+// the wrong type is a *TypeError, v holding the rest of the object. It decodes with github.com/go-json-experiment/json
 // (the Go project's encoding/json/v2, which encoding/json itself runs on
 // under GOEXPERIMENT=jsonv2) set to encoding/json's semantics: about twice
 // as fast, mostly because it does not scan the whole input once before
@@ -174,7 +176,7 @@ func (s *Snapshot) AddKind(k Kind, apiVersion, kind string, data []byte, src Sou
 // error.
 func decodeJSON(data []byte, v any) error {
 	if err := unmarshalJSON(data, v); err != nil {
-		return fieldError(err)
+		return fieldError(data, err)
 	}
 	return nil
 }
@@ -373,7 +375,8 @@ func decodePod(s *Snapshot, _ Kind, data []byte, id identity) error {
 	if p == nil {
 		p = new(rawPod)
 	}
-	if err := decodeJSON(data, p); err != nil {
+	err := decodeJSON(data, p)
+	if err != nil && !keepPartial(err) {
 		*p = rawPod{}
 		s.rawPods.Put(p)
 		return err
@@ -385,14 +388,14 @@ func decodePod(s *Snapshot, _ Kind, data []byte, id identity) error {
 		*p = rawPod{}
 		s.rawPods.Put(p)
 		s.addOwnedPod(sp)
-		return nil
+		return err
 	}
 	// A bare pod is kept: its Workload points into p.
 	w := &Workload{Object: p.Object, Pod: &p.Status}
 	w.Template.Metadata.Labels = p.Meta.Labels
 	w.Template.Spec = p.Spec
 	s.locked(func() { s.Workloads = append(s.Workloads, w) })
-	return nil
+	return err
 }
 
 // addOwnedPod keeps a pod a controller owns, or counts it as dropped
@@ -412,14 +415,15 @@ func (s *Snapshot) addOwnedPod(sp *Pod) {
 // so a pod is reported under the controller a user wrote.
 func decodeWorkload(s *Snapshot, k Kind, data []byte, id identity) error {
 	var r rawWorkload
-	if err := decodeJSON(data, &r); err != nil {
+	err := decodeJSON(data, &r)
+	if err != nil && !keepPartial(err) {
 		return err
 	}
 	id.fill(&r.Object)
 	if o := r.Meta.Controller(); o != nil && ((k == KindReplicaSet && o.Kind == "Deployment") || (k == KindJob && o.Kind == "CronJob")) {
 		key := string(k) + "/" + r.Meta.Namespace + "/" + r.Meta.Name
 		s.locked(func() { s.Owners[key] = *o })
-		return nil
+		return err
 	}
 	w := &Workload{Object: r.Object, Status: r.Status}
 	switch {
@@ -434,5 +438,5 @@ func decodeWorkload(s *Snapshot, k Kind, data []byte, id identity) error {
 	// workload, 10% of doctor's memory at 7,500 Deployments.
 	w.Meta.Labels, w.Template.Metadata.Labels = nil, nil
 	s.locked(func() { s.Workloads = append(s.Workloads, w) })
-	return nil
+	return err
 }

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"encoding/json"
+	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -241,18 +242,56 @@ func TestAddKindStores(t *testing.T) {
 	}
 }
 
-// TestAddKindErrors: a field of the wrong type is named and nothing is
-// stored; a kind without a decoder is an internal error.
+// TestAddKindTypeErrorKept: a container field of the wrong type that no
+// check reads is named, with the container's index and name, and the
+// object is stored with the rest of what it holds, so that its checks run.
+func TestAddKindTypeErrorKept(t *testing.T) {
+	for _, c := range []struct {
+		kind Kind
+		data string
+		want string
+	}{
+		{KindDaemonSet, `{"metadata":{"name":"cns"},"spec":{"template":{"spec":{"tolerations":[{"operator":"Exists"}],"containers":[{"name":"cns-container","image":"cns:1","command":"/usr/bin/cns"}]}}}}`,
+			"containers[0] (cns-container): command must be a list of strings, not a string; the object's other fields were checked"},
+		{KindPod, `{"metadata":{"name":"p"},"spec":{"tolerations":[{"operator":"Exists"}],"initContainers":[{"name":"i","image":"cns:1","args":["a",7]}],"containers":[{"name":"c","image":"cns:1"}]}}`,
+			"initContainers[0] (i): args[1] must be a string, not a number; the object's other fields were checked"},
+		{KindCronJob, `{"metadata":{"name":"j"},"spec":{"jobTemplate":{"spec":{"template":{"spec":{"tolerations":[{"operator":"Exists"}],"containers":[{"name":"c","image":"cns:1","env":{"A":"b"}}]}}}}}}`,
+			"containers[0] (c): env must be a list of mappings, not a mapping"},
+	} {
+		s := New()
+		err := s.AddKind(c.kind, "v1", string(c.kind), []byte(c.data), Source{})
+		var te *TypeError
+		if err == nil || !errors.As(err, &te) || !te.Kept || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %s: %v, want a kept type error %q", c.kind, c.data, err, c.want)
+			continue
+		}
+		if len(s.Workloads) != 1 {
+			t.Fatalf("%s: %d workloads stored, want the object", c.kind, len(s.Workloads))
+		}
+		w := s.Workloads[0]
+		if len(w.Template.Spec.Tolerations) != 1 || w.Template.Spec.AllContainers()[0].Image != "cns:1" {
+			t.Errorf("%s: the rest of the object was not kept: %+v", c.kind, w.Template.Spec)
+		}
+	}
+}
+
+// TestAddKindErrors: a field of the wrong type is named in words and
+// nothing is stored; a kind without a decoder is an internal error.
 func TestAddKindErrors(t *testing.T) {
 	for _, c := range []struct {
 		kind Kind
 		data string
 		want string
 	}{
-		{KindNode, `{"metadata":{"name":5}}`, "field metadata.name: cannot use number"},
-		{KindPod, `{"spec":{"nodeName":[]}}`, "field spec.nodeName"},
-		{KindService, `{"metadata":{"labels":{"a":1}}}`, "field metadata.labels: cannot use number"},
-		{KindDeployment, `{"spec":{"template":"x"}}`, "field spec.template"},
+		{KindNode, `{"metadata":{"name":5}}`, "metadata.name must be a string, not a number; the object was not checked"},
+		{KindPod, `{"spec":{"nodeName":[]}}`, "spec.nodeName must be a string, not a list"},
+		{KindService, `{"metadata":{"labels":{"a":1}}}`, "metadata.labels.a must be a string, not a number"},
+		{KindDeployment, `{"spec":{"template":"x"}}`, "spec.template must be a mapping, not a string"},
+		// Fields the checks read, in a container or around it: not stored.
+		{KindDeployment, `{"spec":{"template":{"spec":{"containers":[{"name":"a","image":5}]}}}}`, "containers[0] (a): image must be a string, not a number; the object was not checked"},
+		{KindDaemonSet, `{"spec":{"template":{"spec":{"initContainers":[{"name":"i"}],"containers":[{"name":"a"},{"name":{"x":1},"image":"b"}]}}}}`,
+			"containers[1]: name must be a string, not a mapping; the object was not checked"},
+		{KindPod, `{"spec":{"nodeSelector":{"kubernetes.io/os":["linux"]},"containers":[{"name":"a","command":"x"}]}}`, "spec.nodeSelector.kubernetes.io/os must be a string, not a list"},
 		{KindConfigMap, `{"metadata":{"name":"kubeadm-config","namespace":"kube-system"},"data":{"ClusterConfiguration":"a: [b"}}`, "data.ClusterConfiguration: "},
 		{KindIPPool, `[1]`, "cannot unmarshal array"},
 		{"Widget", `{}`, "internal: no decoder for kind Widget"},

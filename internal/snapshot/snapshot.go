@@ -187,24 +187,6 @@ func keepIgnore(a map[string]string) map[string]string {
 	return map[string]string{IgnoreAnnotation: v}
 }
 
-// fieldError makes a json error name the field it failed on.
-func fieldError(err error) error {
-	var te *json.UnmarshalTypeError
-	if ok := asTypeError(err, &te); ok && te.Field != "" {
-		// encoding/json names the embedded Object by its Go name.
-		return fmt.Errorf("field %s: cannot use %s as %v", strings.TrimPrefix(te.Field, "Object."), te.Value, te.Type)
-	}
-	return err
-}
-
-func asTypeError(err error, te **json.UnmarshalTypeError) bool {
-	t, ok := err.(*json.UnmarshalTypeError)
-	if ok {
-		*te = t
-	}
-	return ok
-}
-
 // compareObjects is the total order of objects: namespace, name, kind,
 // apiVersion, then where they were read (file, line, place in the input).
 func compareObjects(a, b *Object) int {

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hybridctl/hybridctl/internal/finding"
+	"github.com/hybridctl/hybridctl/internal/manifest"
 
 	"gopkg.in/yaml.v3"
 
@@ -100,7 +101,7 @@ func Parse(file string, data []byte) *Result {
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			add(1, "", "the file is empty; want a hybridctl.dev/v1alpha1 Cluster (try 'hybridctl init')")
-		} else if line, col, ok := indentTab(data, err); ok {
+		} else if line, col, ok := manifest.TabIndent(data, err); ok {
 			add(line, "", fmt.Sprintf("invalid YAML: a tab character at line %d, column %d: YAML indents with spaces only; replace the tab with spaces", line, col))
 		} else if line, msg := yamlErrorLine(err); line > 0 {
 			if bad, indent, levels, ok := misIndented(data, line, err); ok {
@@ -187,26 +188,6 @@ func dedupe(ds Diagnostics) Diagnostics {
 		out = append(out, d)
 	}
 	return out
-}
-
-// indentTab finds the tab that made the YAML decoder fail with its
-// "found character that cannot start any token": the first tab in a line's
-// leading white space (1-based line and column).
-func indentTab(data []byte, err error) (line, col int, ok bool) {
-	if !strings.Contains(err.Error(), "cannot start any token") && !strings.Contains(err.Error(), "tab") {
-		return 0, 0, false
-	}
-	for i, l := range strings.Split(string(data), "\n") {
-		for j, c := range l {
-			if c == '\t' {
-				return i + 1, j + 1, true
-			}
-			if c != ' ' && c != '-' {
-				break
-			}
-		}
-	}
-	return 0, 0, false
 }
 
 // misIndented finds the line a block-structure error of the YAML decoder
