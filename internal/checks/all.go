@@ -23,6 +23,7 @@ func All() []Check {
 		{ID: "HC111", Needs: wl(snapshot.KindNamespace), Run: hostProcessPodSecurity},
 		{ID: "HC112", Needs: wl(), Uses: K(snapshot.KindNode, snapshot.KindRuntimeClass), Run: windowsTaintNotTolerated},
 		{ID: "HC113", Needs: wl(), Uses: K(snapshot.KindNode, snapshot.KindRuntimeClass), Run: windowsImageNoPlacement},
+		{ID: "HC114", Needs: wl(), Uses: K(snapshot.KindNode), Run: windowsBuildPinUnmatched},
 		// Nodes.
 		{ID: "HC201", Needs: K(snapshot.KindNode), Run: windowsNodeTaint},
 		{ID: "HC202", Needs: K(snapshot.KindNode), Uses: K(snapshot.KindIPPool, snapshot.KindInstallation), Run: windowsMaxPods},

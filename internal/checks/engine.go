@@ -7,6 +7,7 @@ package checks
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -54,6 +55,7 @@ type Finding struct {
 	Source   snapshot.Source  `json:"-"`
 
 	annotations map[string]string
+	note        string
 }
 
 // Skipped is a check that could not run, with the reason.
@@ -88,11 +90,18 @@ type Ctx struct {
 // Report adds a finding on obj. fix overrides the catalogue's one-line fix
 // when not empty.
 func (c *Ctx) Report(obj *snapshot.Object, msg, fix string) {
+	c.ReportNote(obj, msg, fix, "")
+}
+
+// ReportNote is Report for a finding that rests on an assumption: note
+// says it in full, once per run (Result.Notes), however many findings
+// share it; the message names it in a few words.
+func (c *Ctx) ReportNote(obj *snapshot.Object, msg, fix, note string) {
 	if fix == "" {
 		fix = c.doc.Fix
 	}
 	c.findings = append(c.findings, Finding{Check: c.doc.ID, Name: c.doc.Name, Severity: c.doc.Severity,
-		Object: obj.Ref(), Message: msg, Fix: fix, Source: obj.Source})
+		Object: obj.Ref(), Message: msg, Fix: fix, Source: obj.Source, note: note})
 	c.findings[len(c.findings)-1].annotations = obj.Meta.Annotations
 }
 
@@ -110,6 +119,13 @@ type Options struct {
 	// os=windows:NoSchedule is assumed and findings say so.
 	WindowsTaints     []snapshot.Taint
 	WindowsTaintsFrom string
+	// WindowsBuilds are the Windows nodes' builds (node.kubernetes.io/
+	// windows-build) when the snapshot has no Windows node (lint --spec:
+	// the plan's), and WindowsBuildsFrom where they come from. Unset, a
+	// pinned build is compared with the Windows Server releases hybridctl
+	// knows.
+	WindowsBuilds     []string
+	WindowsBuildsFrom string
 	// ConsistentRead makes a live audit read each type as a watch-list
 	// stream at one consistent resourceVersion instead of one LIST from the
 	// watch cache (snapshot.LiveOptions.WatchList; doctor --consistent-read).
@@ -154,8 +170,11 @@ type Result struct {
 	// Diagnostics are the input's own problems (lint): documents that
 	// could not be read or are not Kubernetes objects.
 	Diagnostics []snapshot.Diagnostic `json:"diagnostics"`
-	Suppressed  int                   `json:"-"`
-	Ran         []Doc                 `json:"-"`
+	// Notes are the assumptions the findings rest on, each once
+	// ("assumed: the Windows nodes carry the guide's taint ...").
+	Notes      []string `json:"notes"`
+	Suppressed int      `json:"-"`
+	Ran        []Doc    `json:"-"`
 }
 
 // Resolve maps check IDs or names to IDs; unknown ones are an error.
@@ -253,7 +272,10 @@ func Run(s *snapshot.Snapshot, opts Options) (*Result, error) {
 	if opts.WindowsTaintsFrom != "" {
 		idx.taints, idx.taintsFrom = opts.WindowsTaints, "from "+opts.WindowsTaintsFrom
 	}
-	res := &Result{Findings: []Finding{}, Skipped: []Skipped{}, Ran: ds,
+	if opts.WindowsBuildsFrom != "" {
+		idx.builds, idx.buildsFrom = opts.WindowsBuilds, opts.WindowsBuildsFrom
+	}
+	res := &Result{Findings: []Finding{}, Skipped: []Skipped{}, Notes: []string{}, Ran: ds,
 		Diagnostics: append([]snapshot.Diagnostic{}, s.Diagnostics...)}
 	for i := range cs {
 		c, d := &cs[i], ds[i]
@@ -268,7 +290,10 @@ func Run(s *snapshot.Snapshot, opts Options) (*Result, error) {
 				res.Suppressed++
 				continue
 			}
-			f.annotations = nil
+			if f.note != "" && !slices.Contains(res.Notes, f.note) {
+				res.Notes = append(res.Notes, f.note)
+			}
+			f.annotations, f.note = nil, ""
 			res.Findings = append(res.Findings, f)
 		}
 	}

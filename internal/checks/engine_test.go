@@ -262,11 +262,13 @@ func TestRunSuppressAndSkip(t *testing.T) {
 			t.Errorf("%s keeps its object's annotations", f.Check)
 		}
 	}
-	// The catalogue's fix unless the check gives its own.
+	// The catalogue's name and severity; HC112's fix is its own, for the
+	// node's taint (NoExecute here) and the build the node has.
 	docs, _ := Catalogue()
 	d112, _ := Lookup(docs, "HC112")
-	if f := res.Findings[0]; f.Fix != d112.Fix || f.Name != "windows-taint-not-tolerated" || f.Severity != d112.Severity {
-		t.Errorf("HC112 finding %+v: want the catalogue's name, severity and fix %q", f, d112.Fix)
+	if f := res.Findings[0]; f.Name != "windows-taint-not-tolerated" || f.Severity != d112.Severity ||
+		f.Fix != "tolerate the taint exactly ({key: os, operator: Equal, value: windows, effect: NoExecute}), or use runtimeClassName: windows-2025, whose scheduling adds it" {
+		t.Errorf("HC112 finding %+v: want the catalogue's name and severity and a fix for the node's taint", f)
 	}
 	if f := res.Findings[1]; !strings.HasPrefix(f.Fix, "kubectl taint node win-1 os=windows:NoExecute- && ") {
 		t.Errorf("HC201 fix %q is not the check's own", f.Fix)
@@ -439,5 +441,119 @@ func TestSortFindings(t *testing.T) {
 	}
 	if strings.Join(order, "") != "cadb" {
 		t.Errorf("equal findings reordered: %q", order)
+	}
+}
+
+// pinnedInput: with no Windows node in the input, a Deployment pinned to
+// Windows Server 2022 and one with an ltsc2025 image, neither tolerating
+// the Windows taint.
+const pinnedInput = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: iis-2022, namespace: demo}
+spec:
+  template:
+    spec:
+      os: {name: windows}
+      nodeSelector: {kubernetes.io/os: windows, node.kubernetes.io/windows-build: "10.0.20348"}
+      containers: [{name: iis, image: "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022"}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: iis-2025, namespace: demo}
+spec:
+  template:
+    spec:
+      os: {name: windows}
+      nodeSelector: {kubernetes.io/os: windows}
+      containers: [{name: iis, image: "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2025"}]
+`
+
+// TestRunWindowsBuildsFrom: the plan's builds (lint --spec) decide HC114,
+// and HC112's fix names a RuntimeClass only when it agrees with the pin:
+// never windows-2022 for a pod pinned to a build the plan does not have.
+func TestRunWindowsBuildsFrom(t *testing.T) {
+	run := func(opts Options) map[string]Finding {
+		opts.Only = []string{"HC112", "HC114"}
+		res, err := Run(loadString(t, pinnedInput), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]Finding{}
+		for _, f := range res.Findings {
+			out[f.Check+" "+f.Object.Name] = f
+		}
+		return out
+	}
+	spec := Options{WindowsBuilds: []string{"10.0.26100"}, WindowsBuildsFrom: "cluster.yaml",
+		WindowsTaints: []snapshot.Taint{WindowsTaint}, WindowsTaintsFrom: "cluster.yaml"}
+	got := run(spec)
+	if len(got) != 3 {
+		t.Fatalf("findings %v, want HC114 and HC112 on iis-2022, HC112 on iis-2025", got)
+	}
+	if f := got["HC114 iis-2022"]; !strings.Contains(f.Message, "and cluster.yaml plans 10.0.26100: its pods stay Pending") ||
+		!strings.Contains(f.Fix, "runtimeClassName: windows-2025") || !strings.Contains(f.Fix, "tag ltsc2025") {
+		t.Errorf("HC114 = %+v", f)
+	}
+	if f := got["HC112 iis-2022"]; strings.Contains(f.Fix, "runtimeClassName") ||
+		f.Fix != "tolerate the taint exactly ({key: os, operator: Equal, value: windows, effect: NoSchedule})" {
+		t.Errorf("HC112 fix on the pod pinned to a build the plan lacks = %q", f.Fix)
+	}
+	if f := got["HC112 iis-2025"]; !strings.HasSuffix(f.Fix, ", or use runtimeClassName: windows-2025, whose scheduling adds it") {
+		t.Errorf("HC112 fix = %q", f.Fix)
+	}
+
+	// A plan of Windows Server 2022 nodes: the pin is met, and the fix
+	// names the pinned build's RuntimeClass.
+	spec.WindowsBuilds = []string{"10.0.20348"}
+	got = run(spec)
+	if _, ok := got["HC114 iis-2022"]; ok {
+		t.Errorf("HC114 on a pin the plan has: %v", got)
+	}
+	if f := got["HC112 iis-2022"]; !strings.Contains(f.Fix, "runtimeClassName: windows-2022, whose scheduling adds it and selects the build its nodeSelector node.kubernetes.io/windows-build=10.0.20348 pins") {
+		t.Errorf("HC112 fix = %q", f.Fix)
+	}
+
+	// Without a plan the builds are the releases hybridctl knows: 2022 is
+	// one of them (no HC114), and the fix follows the pin.
+	got = run(Options{})
+	if _, ok := got["HC114 iis-2022"]; ok || !strings.Contains(got["HC112 iis-2022"].Fix, "windows-2022") {
+		t.Errorf("without a plan: %v", got)
+	}
+}
+
+// TestRunNotes: the assumed taint is named in a few words in each finding
+// and said in full once per run, in Result.Notes; not at all when the
+// taints are known.
+func TestRunNotes(t *testing.T) {
+	res, err := Run(loadString(t, pinnedInput), Options{Only: []string{"HC112"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Findings) != 2 {
+		t.Fatalf("findings %+v", res.Findings)
+	}
+	for _, f := range res.Findings {
+		if !strings.Contains(f.Message, "(assumed: the guide's taint)") || strings.Contains(f.Message, "--spec") {
+			t.Errorf("message = %q", f.Message)
+		}
+	}
+	if len(res.Notes) != 1 || res.Notes[0] != assumedTaintNote || !strings.Contains(res.Notes[0], "pass --spec cluster.yaml") {
+		t.Errorf("notes = %q, want the assumption once", res.Notes)
+	}
+	res, err = Run(loadString(t, pinnedInput), Options{Only: []string{"HC112"}, WindowsTaints: []snapshot.Taint{WindowsTaint}, WindowsTaintsFrom: "cluster.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Findings) != 2 || len(res.Notes) != 0 {
+		t.Errorf("with the spec's taints: notes %q", res.Notes)
+	}
+	// A suppressed finding leaves no note.
+	res, err = Run(loadString(t, pinnedInput), Options{Only: []string{"HC112"}, Ignores: []Ignore{{Check: "HC112"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Findings) != 0 || len(res.Notes) != 0 {
+		t.Errorf("all suppressed: findings %d, notes %q", len(res.Findings), res.Notes)
 	}
 }

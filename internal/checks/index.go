@@ -29,6 +29,10 @@ type Index struct {
 	// caller (lint --spec), when the snapshot has no Windows node.
 	taints     []snapshot.Taint
 	taintsFrom string
+	// builds and buildsFrom are the Windows nodes' builds given by the
+	// caller (lint --spec), when the snapshot has no Windows node.
+	builds     []string
+	buildsFrom string
 }
 
 // NewIndex builds the lookups.
@@ -375,7 +379,34 @@ func (x *Index) windowsTaintSets(spec *snapshot.PodSpec) (sets []taintSet, from 
 	if x.taintsFrom != "" {
 		return []taintSet{{Taints: blockingTaints(x.taints)}}, x.taintsFrom
 	}
-	return []taintSet{{Taints: []snapshot.Taint{WindowsTaint}}}, "assumed: the guide's taint, as the input has no Windows Node; pass --spec cluster.yaml to use the cluster's"
+	return []taintSet{{Taints: []snapshot.Taint{WindowsTaint}}}, assumedTaint
+}
+
+// assumedTaint is where the Windows nodes' taint comes from when nothing
+// says: a finding names it in a few words, and assumedTaintNote says the
+// rest once per run.
+const (
+	assumedTaint     = "assumed: the guide's taint"
+	assumedTaintNote = "assumed: the Windows nodes carry the guide's taint os=windows:NoSchedule, as the input has no Windows Node; pass --spec cluster.yaml to use the cluster's"
+)
+
+// tolerationFor writes the toleration that matches taint t exactly.
+func tolerationFor(t snapshot.Taint) string {
+	if t.Value == "" {
+		return fmt.Sprintf("{key: %s, operator: Exists, effect: %s}", t.Key, t.Effect)
+	}
+	return fmt.Sprintf("{key: %s, operator: Equal, value: %s, effect: %s}", t.Key, t.Value, t.Effect)
+}
+
+// linuxNodesFor returns the Linux nodes a pod template admits.
+func (x *Index) linuxNodesFor(spec *snapshot.PodSpec) []string {
+	var out []string
+	for _, n := range x.S.Nodes {
+		if !n.IsWindows() && x.Matches(spec, n) {
+			out = append(out, n.Meta.Name)
+		}
+	}
+	return out
 }
 
 // podTolerations returns a pod's tolerations with its RuntimeClass's

@@ -18,7 +18,7 @@ func windowsPodOSField(c *Ctx) {
 		if spec.OSName() != "" {
 			return
 		}
-		msg := fmt.Sprintf("%s runs on Windows nodes but its pod template does not set spec.os.name: windows", workloadLabel(w))
+		msg := fmt.Sprintf("%s %s but its pod template does not set spec.os.name: windows", workloadLabel(w), c.windowsWhy(spec))
 		if bad := linuxOnlyFields(spec); len(bad) > 0 {
 			msg += fmt.Sprintf("; its Linux-only fields (%s) are ignored on the node, and with spec.os.name the API server would reject them", names(bad, 6))
 		}

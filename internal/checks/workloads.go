@@ -54,7 +54,7 @@ func linuxOnWindows(daemonSets bool) func(*Ctx) {
 			if covered == nil {
 				continue
 			}
-			how := "the Windows nodes carry no taint that keeps it off"
+			how, note := "the Windows nodes carry no taint that keeps it off", ""
 			if len(covered.Taints) > 0 {
 				var ds []string
 				for _, t := range covered.Taints {
@@ -65,17 +65,27 @@ func linuxOnWindows(daemonSets bool) func(*Ctx) {
 				if from != "" {
 					how += " (" + from + ")"
 				}
+				if from == assumedTaint {
+					note = assumedTaintNote
+				}
 			}
 			where := "on Windows nodes"
 			if len(nodes) > 0 {
 				where = "on Windows nodes (" + names(nodes, 5) + ")"
 			}
-			msg := fmt.Sprintf("%s has no kubernetes.io/os: linux node selector or required affinity and %s: its Linux image %s can land %s and never start",
-				workloadLabel(w), how, firstImage(spec), where)
+			keeps := "has no kubernetes.io/os: linux node selector or required affinity"
+			if custom := c.customConstraints(spec); custom != "" {
+				keeps = "has no kubernetes.io/os: linux node selector or affinity term (its " + custom + " does not keep it off Windows nodes)"
+				if len(nodes) > 0 {
+					keeps = "has no kubernetes.io/os: linux node selector or affinity term (its " + custom + " admits Windows nodes too)"
+				}
+			}
+			msg := fmt.Sprintf("%s %s and %s: its Linux image %s can land %s and never start",
+				workloadLabel(w), keeps, how, firstImage(spec), where)
 			if stuck := stuckPods(c, w); stuck != "" {
 				msg += "; " + stuck
 			}
-			c.Report(&w.Object, msg, "")
+			c.ReportNote(&w.Object, msg, "", note)
 		}
 	}
 }
@@ -175,7 +185,22 @@ func windowsTaintNotTolerated(c *Ctx) {
 		if len(near) > 0 {
 			msg += "; near miss: " + strings.Join(near, "; ")
 		}
-		c.Report(&w.Object, msg, "")
+		var tolerate []string
+		for _, t := range missing {
+			tolerate = append(tolerate, tolerationFor(t))
+		}
+		fix := "tolerate the taint exactly (" + strings.Join(tolerate, ", ") + ")"
+		if rc := c.runtimeClassFor(spec); rc != "" && spec.RuntimeClass() == "" {
+			fix += ", or use runtimeClassName: " + rc + ", whose scheduling adds it"
+			if _, how := pinnedBuilds(spec); how != "" {
+				fix += " and selects the build its " + how + " pins"
+			}
+		}
+		note := ""
+		if from == assumedTaint {
+			note = assumedTaintNote
+		}
+		c.ReportNote(&w.Object, msg, fix, note)
 	}
 }
 
@@ -205,11 +230,30 @@ func windowsImageNoPlacement(c *Ctx) {
 				continue // placed by name (a bare pod already bound)
 			}
 		}
+		linux, windows, known := c.nodesAllow(spec)
+		if known && windows && !linux {
+			continue // its labels admit Windows nodes only
+		}
+		rc := c.runtimeClassFor(spec)
+		fix := "add nodeSelector kubernetes.io/os: windows and the toleration, or runtimeClassName: " + rc
+		if rc == "" {
+			fix = "add nodeSelector kubernetes.io/os: windows and the toleration, or the runtimeClassName of the build it needs"
+		}
 		if c.ExcludesWindows(spec) {
-			c.Report(&w.Object, fmt.Sprintf("%s %s but its scheduling constraints keep it on Linux nodes, where it never starts", workloadLabel(w), why), "")
+			c.Report(&w.Object, fmt.Sprintf("%s %s but its scheduling constraints keep it on Linux nodes, where it never starts", workloadLabel(w), why), fix)
 			continue
 		}
-		c.Report(&w.Object, fmt.Sprintf("%s %s but nothing places it on Windows nodes (no kubernetes.io/os: windows node selector, required node affinity or RuntimeClass): the scheduler puts it on a Linux node, where it never starts",
-			workloadLabel(w), why), "")
+		custom := c.customConstraints(spec)
+		switch {
+		case custom != "" && known:
+			c.Report(&w.Object, fmt.Sprintf("%s %s but its %s admits Linux nodes (%s): the scheduler can put it there, where it never starts",
+				workloadLabel(w), why, custom, names(c.linuxNodesFor(spec), 5)), "add kubernetes.io/os: windows beside it"+strings.TrimPrefix(fix, "add nodeSelector kubernetes.io/os: windows"))
+		case custom != "":
+			c.Report(&w.Object, fmt.Sprintf("%s %s but is placed only by its %s, which says nothing about the OS: unless Windows nodes alone match it, the scheduler can put it on a Linux node, where it never starts",
+				workloadLabel(w), why, custom), "add kubernetes.io/os: windows beside it"+strings.TrimPrefix(fix, "add nodeSelector kubernetes.io/os: windows"))
+		default:
+			c.Report(&w.Object, fmt.Sprintf("%s %s but nothing places it on Windows nodes (no kubernetes.io/os: windows node selector, required node affinity or RuntimeClass): the scheduler puts it on a Linux node, where it never starts",
+				workloadLabel(w), why), fix)
+		}
 	}
 }

@@ -339,12 +339,16 @@ input holds no Kubernetes object at all (empty input, a failed helm template).`,
 					if !n.IsWindows() {
 						continue
 					}
-					// A spec without Windows nodes says nothing about their taints.
-					opts.WindowsTaints, opts.WindowsTaintsFrom = []snapshot.Taint{}, filepath.Base(specFile)
-					for _, t := range n.Taints {
-						opts.WindowsTaints = append(opts.WindowsTaints, snapshot.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+					if opts.WindowsTaintsFrom == "" {
+						// A spec without Windows nodes says nothing about their taints.
+						opts.WindowsTaints, opts.WindowsTaintsFrom = []snapshot.Taint{}, filepath.Base(specFile)
+						for _, t := range n.Taints { // the plan taints every Windows node alike
+							opts.WindowsTaints = append(opts.WindowsTaints, snapshot.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+						}
 					}
-					break // the plan taints every Windows node alike
+					if n.WindowsBuild != "" {
+						opts.WindowsBuilds, opts.WindowsBuildsFrom = append(opts.WindowsBuilds, n.WindowsBuild), filepath.Base(specFile)
+					}
 				}
 			}
 			snap, err := snapshot.LoadFiles(cmd.Context(), args, s.In)
@@ -360,6 +364,6 @@ input holds no Kubernetes object at all (empty input, a failed helm template).`,
 	f.register(cmd)
 	cmd.Flags().StringSliceVarP(&files, "filename", "f", nil, "a manifest file or directory, or - for stdin, as kubectl apply -f takes it; repeatable, the same as a PATH argument")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
-	cmd.Flags().StringVar(&specFile, "spec", "", "cluster spec (cluster.yaml): take the Windows nodes' taints from it instead of assuming the guide's os=windows:NoSchedule")
+	cmd.Flags().StringVar(&specFile, "spec", "", "cluster spec (cluster.yaml): take the Windows nodes' taints and builds from it instead of assuming the guide's os=windows:NoSchedule and any Windows Server release")
 	return cmd
 }

@@ -82,7 +82,8 @@ func Write(w io.Writer, format, tool string, r *checks.Result, objects int) erro
 	return fmt.Errorf("unknown output format %q (want %s)", format, strings.Join(Formats(), ", "))
 }
 
-// JSON writes {"findings":[...],"skipped":[...],"summary":{...}}.
+// JSON writes {"findings":[...],"skipped":[...],"diagnostics":[...],
+// "notes":[...],"summary":{...}}.
 func JSON(w io.Writer, r *checks.Result, objects int) error {
 	type jsonFinding struct {
 		Check    string      `json:"check"`
@@ -99,8 +100,12 @@ func JSON(w io.Writer, r *checks.Result, objects int) error {
 		Findings    []jsonFinding         `json:"findings"`
 		Skipped     []checks.Skipped      `json:"skipped"`
 		Diagnostics []snapshot.Diagnostic `json:"diagnostics"`
+		Notes       []string              `json:"notes"`
 		Summary     Summary               `json:"summary"`
-	}{Findings: []jsonFinding{}, Skipped: r.Skipped, Diagnostics: r.Diagnostics, Summary: Summarize(r, objects)}
+	}{Findings: []jsonFinding{}, Skipped: r.Skipped, Diagnostics: r.Diagnostics, Notes: r.Notes, Summary: Summarize(r, objects)}
+	if out.Notes == nil {
+		out.Notes = []string{}
+	}
 	if out.Diagnostics == nil {
 		out.Diagnostics = []snapshot.Diagnostic{}
 	}
@@ -165,6 +170,13 @@ func TableColor(w io.Writer, r *checks.Result, objects int, pal termcolor.Palett
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		bw.printf("\n")
+	}
+	if len(r.Notes) > 0 {
+		bw.printf("NOTES (%d)\n", len(r.Notes))
+		for _, n := range r.Notes {
+			bw.printf("  %s\n", termtext.Line(n))
 		}
 		bw.printf("\n")
 	}

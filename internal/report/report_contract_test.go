@@ -41,6 +41,7 @@ func sample() *checks.Result {
 				Source: snapshot.Source{File: "b.yaml", Line: 7}},
 		},
 		Skipped:    []checks.Skipped{{Check: "HC402", Name: "skipped", Reason: "CRD absent"}},
+		Notes:      []string{"assumed: a note said once"},
 		Suppressed: 2,
 	}
 }
@@ -154,7 +155,7 @@ func TestJSONContract(t *testing.T) {
 	if err := JSON(&b, &checks.Result{}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), `"findings": []`) || !strings.Contains(b.String(), `"skipped": []`) {
+	if !strings.Contains(b.String(), `"findings": []`) || !strings.Contains(b.String(), `"skipped": []`) || !strings.Contains(b.String(), `"notes": []`) {
 		t.Errorf("empty result:\n%s", b.String())
 	}
 }
