@@ -311,3 +311,33 @@ func TestLintSpecTaints(t *testing.T) {
 		t.Fatalf("missing spec: exit %d", r.code)
 	}
 }
+
+// TestLintSpecBuilds: with --spec a workload pinned to a Windows build the
+// spec's nodes do not have is reported (HC114) naming the plan's build;
+// without it, a pin to a release hybridctl knows is not.
+func TestLintSpecBuilds(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "iis.yaml")
+	if err := os.WriteFile(p, []byte(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: iis-2022, namespace: web}
+spec:
+  template:
+    spec:
+      os: {name: windows}
+      nodeSelector: {kubernetes.io/os: windows, node.kubernetes.io/windows-build: "10.0.20348"}
+      tolerations: [{key: os, operator: Equal, value: windows, effect: NoSchedule}]
+      containers: [{name: iis, image: "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022"}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, "", "lint", p, "--spec", "../../examples/lab.yaml", "-o", "json")
+	rep := decodeReport(t, r.out)
+	if r.code != ExitProblem || len(rep.Findings) != 1 || rep.Findings[0].Check != "HC114" ||
+		!strings.Contains(rep.Findings[0].Message, "lab.yaml plans 10.0.26100") || !strings.Contains(rep.Findings[0].Fix, "runtimeClassName: windows-2025") {
+		t.Fatalf("exit %d, findings %+v\n%s", r.code, rep.Findings, r.err)
+	}
+	if r := runCLI(t, "", "lint", p, "-o", "json"); r.code != ExitOK {
+		t.Fatalf("without --spec: exit %d\n%s", r.code, r.out)
+	}
+}
