@@ -59,7 +59,7 @@ type jsonReport struct {
 		Check  string `json:"check"`
 		Reason string `json:"reason"`
 	} `json:"skipped"`
-	Notes []string `json:"notes"`
+	Notes       []string `json:"notes"`
 	Diagnostics []struct {
 		Severity string `json:"severity"`
 		File     string `json:"file"`
