@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hybridctl/hybridctl/internal/spec"
@@ -622,4 +623,16 @@ func dnsRecordsOf(p *Plan, apiHost string) []DNSRecord {
 		recs = []DNSRecord{}
 	}
 	return recs
+}
+
+// ContainerdRequired is the least containerd release the kubelet of a
+// Kubernetes version requires ("2.0" from Kubernetes 1.36 on, which drops
+// containerd 1.x), or "" when the version is older or not readable.
+func ContainerdRequired(kubernetesVersion string) string {
+	m := strings.TrimPrefix(spec.KubernetesMinor(kubernetesVersion), "v")
+	_, minor, ok := strings.Cut(m, ".")
+	if n, err := strconv.Atoi(minor); !ok || err != nil || n < 36 || !strings.HasPrefix(m, "1.") {
+		return ""
+	}
+	return "2.0"
 }

@@ -436,3 +436,13 @@ func expectNoWarning(t *testing.T, p *Plan, checks ...string) {
 		}
 	}
 }
+
+// TestContainerdRequired: containerd 2.0 from Kubernetes 1.36 on, both
+// sides of the limit; nothing for a version that cannot be read.
+func TestContainerdRequired(t *testing.T) {
+	for v, want := range map[string]string{"v1.37.2": "2.0", "v1.36.0": "2.0", "1.36.3": "2.0", "v1.35.9": "", "v1.9.0": "", "v2.0.0": "", "": "", "latest": ""} {
+		if got := ContainerdRequired(v); got != want {
+			t.Errorf("ContainerdRequired(%q) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -72,7 +72,22 @@ func (p *Plan) WriteTextColor(w io.Writer, pal termcolor.Palette) error {
 		kp += fmt.Sprintf("; %s (winkernel) on Windows, image %s", p.KubeProxy.WindowsMode, p.KubeProxy.WindowsImage)
 	}
 	fmt.Fprintf(tw, "kube-proxy\t%s\n", e(kp))
-	fmt.Fprintf(tw, "versions\tKubernetes %s, containerd %s, crictl %s\n", e(p.Versions.Kubernetes), e(p.Versions.Containerd), e(p.Versions.Crictl))
+	ctr := "containerd " + p.Versions.Containerd
+	if p.PackagesSource != "bundle" {
+		// The Linux nodes install the distribution's package: the spec's
+		// version is what the Windows nodes run.
+		ctr = "containerd: the distribution's package on Linux"
+		for _, n := range p.Nodes {
+			if n.IsWindows() {
+				ctr = "containerd " + p.Versions.Containerd + " on Windows, the distribution's package on Linux"
+				break
+			}
+		}
+		if min := ContainerdRequired(p.KubernetesVersion); min != "" {
+			ctr += " (" + min + " or later, checked by preflight)"
+		}
+	}
+	fmt.Fprintf(tw, "versions\tKubernetes %s, %s, crictl %s\n", e(p.Versions.Kubernetes), e(ctr), e(p.Versions.Crictl))
 	for _, a := range p.Addons {
 		fmt.Fprintf(tw, "add-on\t%s %s\n", e(a.Name), e(a.Version))
 	}

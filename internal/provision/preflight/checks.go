@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +31,7 @@ const (
 	CheckContainerHost = "container-host"
 	CheckLanguageMode  = "language-mode"
 	CheckRebootPending = "reboot-pending"
+	CheckContainerd    = "containerd-version"
 	CheckWindowsUpdate = "windows-update"
 )
 
@@ -80,6 +82,12 @@ type Expect struct {
 	// MaxClockSkew above which a host's clock is an error (default 30s;
 	// half of it is a warning).
 	MaxClockSkew time.Duration
+	// ContainerdMin is the least containerd ("2.0") the kubelet requires
+	// when the Linux nodes install the distribution's package
+	// (packages.source upstream); empty: not checked. ContainerdFor names
+	// the requirement ("Kubernetes v1.37") and ContainerdSpec is
+	// spec.containerd.version, for the message.
+	ContainerdMin, ContainerdFor, ContainerdSpec string
 	// AllowCgroupV1 accepts cgroup v1 hosts (spec.allowCgroupV1).
 	AllowCgroupV1 bool
 	// AlreadyInstalled skips the port check: the ports are expected to be
@@ -174,6 +182,8 @@ func Checks() []Check {
 			Doc: "the cgroup version (`/sys/fs/cgroup`): v1 is refused unless `spec.allowCgroupV1` (then the kubelet gets failCgroupV1: false)"},
 		{name: CheckContainerHost, scope: ScopeNode, os: engine.Linux, Severity: "warning", check: checkContainerHost,
 			Doc: "reports a container host (systemd-nspawn, lxc, docker: `systemd-detect-virt -c`) and missing bounding capabilities (CapBnd): without CAP_SYS_RESOURCE containerd restricts OOM scores and the kubelet keeps 0; without CAP_SYS_TIME the clock is checked, not configured"},
+		{name: CheckContainerd, scope: ScopeNode, os: engine.Linux, Severity: "error", check: checkContainerd,
+			Doc: "with `packages.source: upstream`, the containerd the distribution installs (`apt-cache policy containerd`: the candidate) is at least what the kubelet requires (containerd 2.0 for Kubernetes 1.36 and later); `packages.source: bundle` installs `spec.containerd.version` from its release tarball instead"},
 		{name: CheckFactsReadable, scope: ScopeNode, Severity: "warning", check: checkFactsReadable,
 			Doc: "product_uuid and machine id could be read (product_uuid needs root on Linux)"},
 		{name: CheckTimeSync, scope: ScopePrepared, Severity: "error", check: checkTimeSync,
@@ -582,4 +592,64 @@ func DocTable() string {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", c.name, on, when, c.Doc, c.Severity)
 	}
 	return b.String()
+}
+
+// checkContainerd compares the containerd the distribution would install
+// with the least the kubelet requires.
+func checkContainerd(in Input) (warnings, errs []error) {
+	x, f := in.Expect, in.Facts
+	if x.ContainerdMin == "" {
+		return nil, nil
+	}
+	fix := "set spec.packages.source: bundle (apply --bundle) to install containerd " + orUnknown(x.ContainerdSpec) +
+		" from its release tarball, or use a distribution release whose containerd is " + x.ContainerdMin + " or later"
+	switch f.ContainerdCandidate {
+	case "":
+		return []error{fmt.Errorf("the distribution's containerd version could not be read (apt-cache policy containerd); %s requires containerd %s or later",
+			x.ContainerdFor, x.ContainerdMin)}, nil
+	case "(none)":
+		return nil, []error{fmt.Errorf("the distribution has no containerd package (apt-cache policy containerd: no candidate): prepare.sh cannot install it; %s", fix)}
+	}
+	have := DebianUpstreamVersion(f.ContainerdCandidate)
+	if VersionAtLeast(have, x.ContainerdMin) {
+		return nil, nil
+	}
+	return nil, []error{fmt.Errorf("the distribution's containerd is %s (apt-cache policy containerd: %s), and %s requires containerd %s or later: %s",
+		have, f.ContainerdCandidate, x.ContainerdFor, x.ContainerdMin, fix)}
+}
+
+// DebianUpstreamVersion returns the upstream part of a Debian package
+// version: "1:2.0.2~ds1-1ubuntu1" gives "2.0.2".
+func DebianUpstreamVersion(v string) string {
+	if _, after, ok := strings.Cut(v, ":"); ok {
+		v = after
+	}
+	if i := strings.IndexAny(v, "-~+"); i >= 0 {
+		v = v[:i]
+	}
+	return v
+}
+
+// VersionAtLeast reports whether dotted version v is at least min,
+// comparing numeric parts in order ("2.0.2" >= "2.0", "1.7.24" < "2.0");
+// a part that is not a number makes v fail.
+func VersionAtLeast(v, min string) bool {
+	vs, ms := strings.Split(v, "."), strings.Split(min, ".")
+	for i, m := range ms {
+		want, err := strconv.Atoi(m)
+		if err != nil {
+			return false
+		}
+		if i >= len(vs) {
+			return want == 0
+		}
+		got, err := strconv.Atoi(vs[i])
+		if err != nil {
+			return false
+		}
+		if got != want {
+			return got > want
+		}
+	}
+	return true
 }

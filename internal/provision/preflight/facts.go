@@ -81,6 +81,10 @@ type Facts struct {
 	// RebootPending names what asks Windows for a reboot before it
 	// changes features: "Component Based Servicing", "Windows Update".
 	RebootPending []string
+	// ContainerdCandidate is the version of the distribution's containerd
+	// package that apt-get install would install ("2.0.2-0ubuntu1";
+	// "(none)" when there is no such package; "" unknown).
+	ContainerdCandidate string
 	// LanguageMode is PowerShell's language mode in an SSH session
 	// ("FullLanguage"; "ConstrainedLanguage" under AppLocker or WDAC).
 	LanguageMode string
@@ -138,6 +142,7 @@ s kubelet-conf; test -e /etc/kubernetes/kubelet.conf && echo present
 s container; systemd-detect-virt -c 2>/dev/null || cat /run/systemd/container 2>/dev/null
 s cgroupfs; stat -f -c %T /sys/fs/cgroup 2>/dev/null
 s capbnd; awk '/^CapBnd:/ {print $2}' /proc/self/status 2>/dev/null
+s containerd-candidate; LC_ALL=C apt-cache policy containerd 2>/dev/null | awk '$1 == "Candidate:" {print $2}'
 s end
 `
 }
@@ -343,6 +348,9 @@ func Parse(h engine.Host, out string) *Facts {
 		f.CgroupVersion = "v2"
 	case "tmpfs":
 		f.CgroupVersion = "v1"
+	}
+	if c := first("containerd-candidate"); c != "" && !strings.ContainsAny(c, " \t") {
+		f.ContainerdCandidate = c
 	}
 	if v, err := strconv.ParseUint(first("capbnd"), 16, 64); err == nil {
 		f.CapsKnown = true

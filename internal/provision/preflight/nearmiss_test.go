@@ -323,7 +323,7 @@ func TestHostPhaseDryRun(t *testing.T) {
 	acts, err := engine.Impl(before[0]).(engine.DryRunner).DryRun(context.Background(), controlPl)
 	want := []string{
 		"connect over SSH and read facts (read-only): OS, product_uuid, machine id, swap, time sync, clock, k8s-lab-api.example.com resolution, listening ports",
-		"check os-version, swap, cgroup-version, container-host, facts-readable, time-sync, clock-skew, api-name-resolves, port-free " +
+		"check os-version, swap, cgroup-version, container-host, containerd-version, facts-readable, time-sync, clock-skew, api-name-resolves, port-free " +
 			"(ports 6443, 2379, 2380, 10257, 10259, 10250, 10256 must be free; time-sync, clock-skew, api-name-resolves only warn: the preparation sets them up)",
 	}
 	if err != nil || !slices.Equal(acts, want) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -45,6 +46,9 @@ func TestParseLinux(t *testing.T) {
 	}
 	if !f.SwapKnown || !slices.Equal(f.SwapDevices, []string{"/swap.img"}) {
 		t.Errorf("swap: %v %v", f.SwapKnown, f.SwapDevices)
+	}
+	if f.ContainerdCandidate != "2.2.1-0ubuntu1" {
+		t.Errorf("containerd candidate %q", f.ContainerdCandidate)
 	}
 	if f.TimeSynced != "yes" || f.HostEpoch != 1795000000 || !slices.Equal(f.Resolved, []string{"192.168.10.23"}) {
 		t.Errorf("time/resolve: %q %d %v", f.TimeSynced, f.HostEpoch, f.Resolved)
@@ -236,6 +240,20 @@ func TestGatherOverSSH(t *testing.T) {
 	}
 	if _, err := os.Stat("/proc/swaps"); err == nil && !f.SwapKnown {
 		t.Error("swap state unknown although /proc/swaps exists")
+	}
+	// The containerd apt-get would install, as apt-cache says it here.
+	if out, err := exec.CommandContext(ctx, "apt-cache", "policy", "containerd").Output(); err == nil {
+		want := ""
+		for _, l := range strings.Split(string(out), "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "Candidate: "); ok {
+				want = v
+			}
+		}
+		if f.ContainerdCandidate != want {
+			t.Errorf("containerd candidate %q, apt-cache policy says %q", f.ContainerdCandidate, want)
+		}
+	} else if f.ContainerdCandidate != "" {
+		t.Errorf("containerd candidate %q without apt-cache", f.ContainerdCandidate)
 	}
 }
 

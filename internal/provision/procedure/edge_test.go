@@ -155,6 +155,20 @@ func TestExpectationsFromPlan(t *testing.T) {
 	if x := Expectations(p); len(x.WindowsBuilds) != 0 {
 		t.Errorf("Windows builds without a build in the plan: %v", x.WindowsBuilds)
 	}
+	// Upstream packages at Kubernetes 1.37: the distribution's containerd
+	// must be 2.0 or later; with a bundle (the spec's tarball) it is not
+	// checked, nor before Kubernetes 1.36.
+	if x.ContainerdMin != "2.0" || x.ContainerdFor != "Kubernetes v1.37" || x.ContainerdSpec != "2.2.2" {
+		t.Errorf("upstream containerd expectation %q %q %q", x.ContainerdMin, x.ContainerdFor, x.ContainerdSpec)
+	}
+	p.PackagesSource = "bundle"
+	if x := Expectations(p); x.ContainerdMin != "" {
+		t.Errorf("bundle: containerd minimum %q", x.ContainerdMin)
+	}
+	p.PackagesSource, p.KubernetesVersion = "upstream", "v1.35.4"
+	if x := Expectations(p); x.ContainerdMin != "" {
+		t.Errorf("Kubernetes v1.35: containerd minimum %q", x.ContainerdMin)
+	}
 }
 
 // TestDownloadLimits: a manifest of exactly maxManifestBytes is read, one

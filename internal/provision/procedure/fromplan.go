@@ -44,6 +44,9 @@ func Hosts(p *plan.Plan) []engine.Host {
 func Expectations(p *plan.Plan) preflight.Expect {
 	x := preflight.Expect{LinuxID: expectedLinuxID, LinuxVersionID: expectedLinuxVersion,
 		WindowsBuilds: map[string]string{}, APIName: p.APIServer.Host, AllowCgroupV1: p.AllowCgroupV1}
+	if min := plan.ContainerdRequired(p.KubernetesVersion); min != "" && p.PackagesSource != "bundle" {
+		x.ContainerdMin, x.ContainerdFor, x.ContainerdSpec = min, "Kubernetes "+p.KubernetesMinor, p.Versions.Containerd
+	}
 	for _, n := range p.Nodes {
 		if n.IsControlPlane() {
 			x.APIAddresses = append(x.APIAddresses, n.Address)

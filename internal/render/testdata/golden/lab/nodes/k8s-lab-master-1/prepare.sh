@@ -121,7 +121,7 @@ containerd_changed=0
 apt-get install -y -qq containerd >/dev/null
 have=$("$CONTAINERD" --version | awk '{print $3}')
 if [[ "${have#v}" != "$CONTAINERD_VERSION" ]]; then
-	printf '  warning: the Ubuntu package installed containerd %s, the spec says %s\n' "$have" "$CONTAINERD_VERSION" >&2
+	printf '  the distribution package installed containerd %s (spec.containerd.version %s is what packages.source: bundle installs; preflight checked the version against the kubelet'"'"'s minimum)\n' "$have" "$CONTAINERD_VERSION"
 fi
 mkdir -p /etc/containerd
 sandbox_sed=$(printf '%s' "$SANDBOX_IMAGE" | sed -e 's/[\\|&]/\\&/g')
