@@ -1,16 +1,19 @@
 // Windows builds and RuntimeClasses: a template tied to the build its image
 // needs (HC104, HC108), RuntimeClasses that exist and match a node's build
-// (HC105, HC106), a build without a RuntimeClass (HC107).
+// (HC105, HC106), a build without a RuntimeClass (HC107), a workload pinned
+// to a build no node has (HC114).
 
 package checks
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/hybridctl/hybridctl/internal/snapshot"
+	"github.com/hybridctl/hybridctl/internal/spec"
 )
 
 // HC104: a Windows pod template whose image names one Windows build, not
@@ -222,4 +225,47 @@ func windowsImageBuild(c *Ctx) {
 				workloadLabel(w), ctr.Name, ctr.Image, ib, buildName(strconv.Itoa(ib)), strings.Join(bad, ", "), why), "")
 		}
 	})
+}
+
+// HC114
+func windowsBuildPinUnmatched(c *Ctx) {
+	builds, from, planned := c.knownBuilds()
+	if len(builds) == 0 {
+		return // Windows nodes without the build label: nothing to compare
+	}
+	for _, w := range c.S.Workloads {
+		ps := &w.Template.Spec
+		if ps.NodeName != "" {
+			continue // a bound pod is past scheduling
+		}
+		pinned, how := pinnedBuilds(ps)
+		if len(pinned) == 0 {
+			continue
+		}
+		matched := false
+		for _, b := range pinned {
+			matched = matched || slices.Contains(builds, b)
+		}
+		if matched {
+			continue
+		}
+		var named []string
+		for _, b := range pinned {
+			named = append(named, b+" ("+buildName(b)+")")
+		}
+		msg := fmt.Sprintf("%s is pinned to Windows build %s by its %s, and %s %s: its pods stay Pending",
+			workloadLabel(w), strings.Join(named, " or "), how, from, strings.Join(builds, ", "))
+		if !planned {
+			msg = fmt.Sprintf("%s is pinned to Windows build %s by its %s, which is no Windows Server release hybridctl knows (%s): unless the cluster has nodes of that build, its pods stay Pending",
+				workloadLabel(w), strings.Join(named, " or "), how, strings.Join(builds, ", "))
+		}
+		fix := "pin a build the nodes have, with an image for it, or add Windows nodes of the pinned build"
+		if len(builds) == 1 {
+			if r, ok := spec.WindowsReleaseForBuild(builds[0]); ok {
+				fix = fmt.Sprintf("pin the nodes' build instead (%s: %s, or runtimeClassName: %s) with an image for it (tag %s), or add Windows nodes of the pinned build",
+					snapshot.LabelWindowsBuild, r.Build, r.RuntimeClass(), r.ImageTag)
+			}
+		}
+		c.Report(&w.Object, msg, fix)
+	}
 }
