@@ -49,7 +49,7 @@ func Images() []ImageDef {
 		// name (kube-apiserver ...), or by /usr/local/bin path.
 		return ImageDef{Name: name, Purpose: purpose, Binaries: []string{name}, Dir: "/usr/local/bin", Env: []string{defaultPath}}
 	}
-	proxy := k8s("kube-proxy", "kube-proxy (iptables and nftables modes: iptables-nft and nft from Debian)")
+	proxy := k8s("kube-proxy", "kube-proxy (iptables and nftables modes: iptables-nft, nft and /etc/protocols from Debian)")
 	proxy.netfilter = true
 	return []ImageDef{
 		{Name: "pause", Purpose: "the pod sandbox: the lab's pause program", Binaries: []string{"pause"}, Dir: "/",
@@ -170,11 +170,23 @@ func checkStatic(p string) error {
 }
 
 // netfilterPackages are the Debian packages kube-proxy's image takes
-// iptables (nft backend) and nft from, with every library they load.
+// iptables (nft backend) and nft from, with every library they load, and
+// netbase's /etc/protocols and /etc/services.
 var netfilterPackages = []string{
 	"iptables", "libxtables12", "libip4tc2", "libip6tc2", "libnftnl11", "libmnl0", "libnetfilter-conntrack3", "libnfnetlink0",
 	"nftables", "libnftables1", "libjansson4", "libgmp10", "libedit2", "libbsd0", "libmd0", "libtinfo6", "libc6",
+	"netbase",
 }
+
+// netbaseFiles are the name tables nft reads: without /etc/protocols,
+// "nft --json list map" prints a protocol as its number (6, not "tcp"),
+// and kube-proxy's nftables mode, which reads its maps back at every full
+// resync and matches their keys as text ("10.96.0.1 . tcp . 443"), takes
+// each element it finds for a stale one and deletes it: after a restart
+// over a populated table, every Service on the node refuses connections
+// until its next full resync. Upstream's kube-proxy image (distroless)
+// carries both files.
+var netbaseFiles = []string{"/etc/protocols", "/etc/services"}
 
 // libDirs are where the dynamic loader looks, in the extracted packages.
 var libDirs = []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu"}
@@ -198,6 +210,9 @@ func (b *Builder) netfilterEntries(ctx context.Context) ([]entry, error) {
 		if err := add(p); err != nil {
 			return nil, err
 		}
+	}
+	for _, p := range netbaseFiles {
+		ents = append(ents, file(p, 0o644, filepath.Join(root, p)))
 	}
 	for _, n := range []string{"iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore",
 		"iptables-nft", "iptables-nft-save", "iptables-nft-restore", "ip6tables-nft", "ip6tables-nft-save", "ip6tables-nft-restore"} {

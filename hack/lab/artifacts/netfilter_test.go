@@ -74,6 +74,27 @@ func TestNetfilterToolsRunInTheirLayer(t *testing.T) {
 			t.Errorf("chroot %s: %v\n%s", strings.Join(tc.args, " "), err, out)
 		}
 	}
+	// kube-proxy's nftables mode reads its maps back with "nft --json list
+	// map" and matches each key as text with the one it writes: the
+	// protocol must come back by name, which needs /etc/protocols in the
+	// layer (with a number instead, kube-proxy deletes every Service's
+	// element at its next full resync). A network namespace of its own
+	// keeps the table off the host.
+	script := "add table ip t\n" +
+		"add chain ip t c\n" +
+		"add map ip t m { type ipv4_addr . inet_proto . inet_service : verdict; }\n" +
+		"add element ip t m { 10.96.0.1 . tcp . 443 : goto c }\n"
+	if err := os.WriteFile(filepath.Join(dir, "map.nft"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("unshare", "--net", "sh", "-c",
+		`chroot "$1" /usr/sbin/nft -f /map.nft && chroot "$1" /usr/sbin/nft --json list map ip t m`, "sh", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nft -f map.nft, then nft --json list map, in a new network namespace: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `{"concat": ["10.96.0.1", "tcp", 443]}`) {
+		t.Errorf("nft --json lists the map's key without the protocol's name (kube-proxy would delete the element at its next full resync):\n%s", out)
+	}
 	// The layer has the loader and libc, and no shell: nothing else leaks in.
 	for _, p := range []string{"lib64/ld-linux-x86-64.so.2", "usr/lib/x86_64-linux-gnu/xtables/libxt_comment.so"} {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
