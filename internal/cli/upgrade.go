@@ -19,6 +19,7 @@ type upgradeFlags struct {
 	allowNotReady  bool
 	drainTimeout   time.Duration
 	readyTimeout   time.Duration
+	availTimeout   time.Duration
 	yes            bool
 }
 
@@ -40,6 +41,15 @@ version's files are verified before any host is contacted.
 Then, in order (--only and --skip-phases take these names):
 
 ` + engine.HelpText(procedure.UpgradeProcedure()) + `
+Each node counts against --max-unavailable from its drain until what the
+drain evicted is available again: the Deployments, StatefulSets and
+ReplicaSets whose pods it evicted back at their available replicas of before
+the drain, and every PodDisruptionBudget that was healthy then at
+currentHealthy >= desiredHealthy (--available-timeout); only then is the
+next node drained. If that does not happen in time, the node stays upgraded
+and uncordoned, the step fails naming what is still unavailable, and no
+other node is drained in this run.
+
 A node is skipped when its kubelet already runs the version and it is
 schedulable: a second upgrade changes nothing, and an interrupted one
 resumes from what the nodes are (a node the upgrade cordoned carries the
@@ -61,6 +71,7 @@ See docs/upgrade.md.`,
 	cmd.Flags().BoolVar(&f.allowNotReady, "allow-not-ready", false, "leave NotReady nodes out of the upgrade instead of refusing it")
 	cmd.Flags().DurationVar(&f.drainTimeout, "drain-timeout", 5*time.Minute, "how long draining one node may take")
 	cmd.Flags().DurationVar(&f.readyTimeout, "ready-timeout", 10*time.Minute, "how long a node may take to be Ready at the new version")
+	cmd.Flags().DurationVar(&f.availTimeout, "available-timeout", 10*time.Minute, "how long to wait, once a node is upgraded and uncordoned, until what its drain evicted is available again (Deployments, StatefulSets and ReplicaSets at their available replicas of before the drain, PodDisruptionBudgets healthy) before the next node is drained; on timeout no other node is drained")
 	cmd.Flags().BoolVar(&f.yes, "yes", false, "confirm: the cluster is upgraded, node by node, with drains")
 	// upgrade reads its progress from the nodes; --state is accepted for
 	// the same command line as apply and not used.
@@ -75,6 +86,14 @@ func runUpgrade(cmd *cobra.Command, s Streams, f *upgradeFlags) error {
 	}
 	if f.maxUnavailable < 1 {
 		return Usagef("--max-unavailable must be at least 1")
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--drain-timeout", f.drainTimeout}, {"--ready-timeout", f.readyTimeout}, {"--available-timeout", f.availTimeout}} {
+		if d.v <= 0 {
+			return Usagef("%s must be positive, got %s", d.flag, d.v)
+		}
 	}
 	sess, err := f.open(ctx, s)
 	if err != nil {
@@ -94,7 +113,7 @@ func runUpgrade(cmd *cobra.Command, s Streams, f *upgradeFlags) error {
 			Reporter: func(phases []engine.Descriptor) engine.Reporter {
 				return sess.reporterFor(&f.provisionFlags, s.Out, phases, "upgraded")
 			}},
-		MaxUnavailable: f.maxUnavailable, AllowNotReady: f.allowNotReady, DrainTimeout: f.drainTimeout, ReadyTimeout: f.readyTimeout,
+		MaxUnavailable: f.maxUnavailable, AllowNotReady: f.allowNotReady, DrainTimeout: f.drainTimeout, ReadyTimeout: f.readyTimeout, AvailableTimeout: f.availTimeout,
 	})
 	switch {
 	case errors.Is(err, procedure.ErrInvalidOption):

@@ -102,6 +102,7 @@ func (d Deps) withDefaults() Deps {
 	def(&d.DrainTimeout, 5*time.Minute)
 	def(&d.Upgrade.DrainTimeout, 5*time.Minute)
 	def(&d.Upgrade.ReadyTimeout, 10*time.Minute)
+	def(&d.Upgrade.AvailableTimeout, 10*time.Minute)
 	return d
 }
 

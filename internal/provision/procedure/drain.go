@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -66,7 +67,7 @@ func (p *drainPhase) Run(ctx context.Context, _ engine.Host) error {
 		return err
 	}
 	for _, node := range p.nodes {
-		err := drainNode(ctx, client, node, p.timeout, p.gracePeriod)
+		err := drainNode(ctx, client, node, p.timeout, p.gracePeriod, nil)
 		if apierrors.IsNotFound(err) {
 			engine.Warn(ctx, "node %s is not in the cluster: nothing to drain", node)
 			continue
@@ -84,12 +85,14 @@ func (p *drainPhase) Run(ctx context.Context, _ engine.Host) error {
 // then names the pod; a pod with no controller stops it). gracePeriod -1
 // keeps each pod's own. What was passed over goes out as warnings of the
 // running phase. A node not in the cluster gives the API's NotFound.
-func drainNode(ctx context.Context, client kubeclient.Interface, node string, timeout time.Duration, gracePeriod int) error {
+// beforeEvict (may be nil) is the drainer's: called with the pods about
+// to be evicted, before the first eviction.
+func drainNode(ctx context.Context, client kubeclient.Interface, node string, timeout time.Duration, gracePeriod int, beforeEvict func(context.Context, []corev1.Pod) error) error {
 	n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("drain %s: %w", node, err)
 	}
-	d := &drainer{client: client, gracePeriod: gracePeriod, timeout: timeout, evictRetry: 5 * time.Second, poll: time.Second, chunk: 500}
+	d := &drainer{client: client, gracePeriod: gracePeriod, timeout: timeout, evictRetry: 5 * time.Second, poll: time.Second, chunk: 500, beforeEvict: beforeEvict}
 	warnings, err := d.drain(ctx, n)
 	if err != nil {
 		return fmt.Errorf("drain %s: %w%s", node, err, indent(strings.Join(warnings, "\n")))

@@ -38,6 +38,10 @@ type drainer struct {
 	evictRetry  time.Duration // kubectl's: 5 s
 	poll        time.Duration // kubectl's: 1 s
 	chunk       int64         // pods listed per request (kubectl's: 500)
+	// beforeEvict, when set, is called with the pods about to be evicted,
+	// after the drain's checks passed and before the first eviction; an
+	// error stops the drain there.
+	beforeEvict func(ctx context.Context, pods []corev1.Pod) error
 }
 
 // The reasons a pod stops a drain or is passed over, in kubectl's words
@@ -150,6 +154,17 @@ func (d *drainer) drain(ctx context.Context, n *corev1.Node) (warnings []string,
 		return nil, errors.Join(errs...)
 	}
 	warnings = groupNames(verdicts, func(v podVerdict) string { return v.warning })
+	if d.beforeEvict != nil {
+		var evict []corev1.Pod
+		for _, v := range verdicts {
+			if v.evict {
+				evict = append(evict, v.pod)
+			}
+		}
+		if err := d.beforeEvict(ctx, evict); err != nil {
+			return warnings, err
+		}
+	}
 
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()

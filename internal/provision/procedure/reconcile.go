@@ -84,7 +84,7 @@ func (p *reconcilePhase) Run(ctx context.Context, h engine.Host) error {
 		return err
 	}
 	engine.Warn(ctx, "reconciling %s: draining it, then its preparation runs again (containerd and the kubelet restart when their configuration changes)", h.Name)
-	if err := drainNode(ctx, client, h.Name, p.drainTimeout, -1); err != nil {
+	if err := drainNode(ctx, client, h.Name, p.drainTimeout, -1, nil); err != nil {
 		return fmt.Errorf("%w (the node stays cordoned: kubectl uncordon %s)", err, h.Name)
 	}
 	c, err := p.connect(ctx, h.Name)

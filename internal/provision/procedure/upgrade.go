@@ -34,8 +34,10 @@ type UpgradeOptions struct {
 	AllowNotReady bool
 	// DrainTimeout bounds draining one node (default 5 minutes);
 	// ReadyTimeout the wait for a node to be Ready at the new version
-	// (default 10 minutes).
-	DrainTimeout, ReadyTimeout time.Duration
+	// (default 10 minutes); AvailableTimeout the wait, after a node is
+	// upgraded and uncordoned, until what its drain evicted is available
+	// again (default 10 minutes).
+	DrainTimeout, ReadyTimeout, AvailableTimeout time.Duration
 	// SkipImageCheck leaves out the look-up of kube-proxy-windows's new
 	// image in its registry.
 	SkipImageCheck bool
@@ -147,7 +149,7 @@ func Upgrade(ctx context.Context, o UpgradeOptions) (engine.Summary, error) {
 	// records (bundle-upload done at the old version) would skip steps the
 	// new version needs.
 	o.StatePath = ""
-	up := UpgradeDeps{To: o.Plan.KubernetesVersion, MaxUnavailable: o.MaxUnavailable, DrainTimeout: o.DrainTimeout, ReadyTimeout: o.ReadyTimeout,
+	up := UpgradeDeps{To: o.Plan.KubernetesVersion, MaxUnavailable: o.MaxUnavailable, DrainTimeout: o.DrainTimeout, ReadyTimeout: o.ReadyTimeout, AvailableTimeout: o.AvailableTimeout,
 		Bundle: o.Plan.PackagesSource == spec.SourceBundle, AptRepo: o.Plan.KubernetesAptRepo}
 	var warnings []string
 	if !o.Offline {
@@ -212,12 +214,16 @@ type UpgradeDeps struct {
 	// SkipNodes are left out (NotReady, with --allow-not-ready).
 	SkipNodes []string
 	// DrainTimeout and ReadyTimeout bound draining a node and its wait to
-	// be Ready at the new version.
-	DrainTimeout, ReadyTimeout time.Duration
+	// be Ready at the new version; AvailableTimeout the wait until what
+	// its drain evicted is available again.
+	DrainTimeout, ReadyTimeout, AvailableTimeout time.Duration
 	// Bundle: the binaries come from the bundle on the node (else the
 	// Debian repository AptRepo, or dl.k8s.io on Windows).
 	Bundle  bool
 	AptRepo string
+	// gate is shared by the node phases of one run (UpgradePhases makes
+	// it): closed once what a drain evicted did not come back in time.
+	gate *drainGate
 }
 
 // upgradeDefs is the upgrade procedure in order: the new version's files
@@ -234,10 +240,10 @@ func upgradeDefs() []def[*applyBinding] {
 			Does: "packages.source bundle (upgrade --bundle DIR, the new version's bundle): send each node the files that differ from what it has, checked by sha256 on the node"},
 			func(b *applyBinding) (engine.Runner, error) { return b.bundleUpload() }},
 		node("upgrade-control-planes", engine.ControlPlanes, "control planes, one at a time", []string{"bundle-upload"},
-			"the new kubeadm; kubeadm upgrade apply on the first control plane (the API server, etcd, CoreDNS, kube-proxy), kubeadm upgrade node on the others; then drain, the new kubelet and kubectl (prepare.sh of the new version), restart, Ready at the new version, uncordon",
+			"the new kubeadm; kubeadm upgrade apply on the first control plane (the API server, etcd, CoreDNS, kube-proxy), kubeadm upgrade node on the others; then drain, the new kubelet and kubectl (prepare.sh of the new version), restart, Ready at the new version, uncordon; what the drain evicted available again before the next node",
 			roleControlPlane),
 		node("upgrade-linux-workers", engine.LinuxWorkers, "Linux workers, --max-unavailable at a time", []string{"upgrade-control-planes"},
-			"the new kubeadm and kubeadm upgrade node; drain (PodDisruptionBudgets respected); the new kubelet and kubectl; restart; Ready at the new version; uncordon",
+			"the new kubeadm and kubeadm upgrade node; drain (PodDisruptionBudgets respected); the new kubelet and kubectl; restart; Ready at the new version; uncordon; what the drain evicted available again before the next drain",
 			roleLinuxWorker),
 		{engine.Descriptor{Name: "kube-proxy-windows", Targets: engine.ClusterWide, After: []string{"upgrade-control-planes"},
 			Does: "the kube-proxy-windows DaemonSet at the new version's image, once every API server runs it (a cluster with Windows nodes)"},
@@ -245,7 +251,7 @@ func upgradeDefs() []def[*applyBinding] {
 				return b.manifests("kube-proxy-windows", "cluster/windows/kube-proxy-windows")
 			}},
 		node("upgrade-windows-workers", engine.WindowsNodes, "Windows workers, --max-unavailable at a time", []string{"upgrade-control-planes"},
-			"drain; the new kubeadm.exe and kubeadm upgrade node; the kubelet service stopped, the new kubelet.exe in place (the old one kept as kubelet.exe.old), flags the new version removed taken out of StartKubelet.ps1, started; Ready at the new version; uncordon",
+			"drain; the new kubeadm.exe and kubeadm upgrade node; the kubelet service stopped, the new kubelet.exe in place (the old one kept as kubelet.exe.old), flags the new version removed taken out of StartKubelet.ps1, started; Ready at the new version; uncordon; what the drain evicted available again before the next drain",
 			roleWindowsWorker),
 		{engine.Descriptor{Name: "calico", Targets: engine.ClusterWide, After: []string{"upgrade-control-planes"},
 			Does: "Calico's CRDs, the Tigera operator and its resources, when spec.calico.version or their settings changed (server-side dry run first)"},
@@ -261,6 +267,7 @@ func UpgradeProcedure() []engine.Descriptor { return describe(upgradeDefs()) }
 
 // UpgradePhases builds the upgrade procedure's phases bound to d.
 func UpgradePhases(d Deps) ([]engine.Phase, error) {
+	d.Upgrade.gate = &drainGate{}
 	return bind(upgradeDefs(), &applyBinding{d: d.withDefaults()})
 }
 
@@ -291,5 +298,5 @@ func (b *applyBinding) upgrade(role upgradeRole) (engine.Runner, error) {
 		limit = d.Upgrade.MaxUnavailable
 	}
 	return &upgradeNodePhase{role: role, up: d.Upgrade, limit: limit, files: d.Files, connect: d.hostConn, restConfig: d.RESTConfig,
-		drainTimeout: d.Upgrade.DrainTimeout, readyTimeout: d.Upgrade.ReadyTimeout, poll: 2 * time.Second}, nil
+		drainTimeout: d.Upgrade.DrainTimeout, readyTimeout: d.Upgrade.ReadyTimeout, availableTimeout: d.Upgrade.AvailableTimeout, poll: 2 * time.Second}, nil
 }

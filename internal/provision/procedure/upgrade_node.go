@@ -2,6 +2,7 @@ package procedure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -38,16 +39,21 @@ const (
 // configuration still names the old version; node everywhere else), is
 // cordoned (marked with UpgradeAnnotation) and drained, gets the new
 // kubelet and kubectl and restarts the kubelet, and is uncordoned once
-// Ready at the new version. A failure leaves the node cordoned and says so.
+// Ready at the new version; then the step waits until what its drain
+// evicted is available again (awaitEvicted), so the next node is drained
+// only then: a node counts against Limit until that wait ends. A failure
+// leaves the node cordoned and says so; a wait that times out leaves the
+// node upgraded and uncordoned and closes the gate: no other node is
+// drained in this run.
 type upgradeNodePhase struct {
-	role                       upgradeRole
-	up                         UpgradeDeps
-	limit                      int
-	files                      Artifacts
-	connect                    func(ctx context.Context, host string) (hostConn, error)
-	restConfig                 func(ctx context.Context) (*rest.Config, error)
-	drainTimeout, readyTimeout time.Duration
-	poll                       time.Duration
+	role                                         upgradeRole
+	up                                           UpgradeDeps
+	limit                                        int
+	files                                        Artifacts
+	connect                                      func(ctx context.Context, host string) (hostConn, error)
+	restConfig                                   func(ctx context.Context) (*rest.Config, error)
+	drainTimeout, readyTimeout, availableTimeout time.Duration
+	poll                                         time.Duration
 }
 
 // Limit implements engine.Limiter.
@@ -95,9 +101,10 @@ func (p *upgradeNodePhase) ShouldRun(ctx context.Context, h engine.Host) (bool, 
 func (p *upgradeNodePhase) DryRun(_ context.Context, h engine.Host) ([]string, error) {
 	drain := fmt.Sprintf("kubectl drain %s --ignore-daemonsets --delete-emptydir-data --timeout %s (cordon, annotated %s; then evict its pods, respecting PodDisruptionBudgets)", h.Name, p.drainTimeout, UpgradeAnnotation)
 	ready := fmt.Sprintf("wait up to %s until %s is Ready with kubelet %s; kubectl uncordon %s", p.readyTimeout, h.Name, p.up.To, h.Name)
+	available := fmt.Sprintf("wait up to %s until what the drain evicted is available again (the Deployments, StatefulSets and ReplicaSets whose pods it evicted at their available replicas of before the drain, and every PodDisruptionBudget healthy then at currentHealthy >= desiredHealthy) before another node is drained", p.availableTimeout)
 	if h.OS == engine.Windows {
 		script := windowsUpgradeScript(p.up, h.Name, p.windowsFiles(h))
-		return []string{drain, transport.DescribeWindowsRun(script, firstLine(script)+" (the new kubeadm.exe, kubeadm upgrade node, kubelet.exe replaced while the service is stopped, the old one kept as C:\\k\\kubelet.exe.old)"), ready}, nil
+		return []string{drain, transport.DescribeWindowsRun(script, firstLine(script)+" (the new kubeadm.exe, kubeadm upgrade node, kubelet.exe replaced while the service is stopped, the old one kept as C:\\k\\kubelet.exe.old)"), ready, available}, nil
 	}
 	f, err := p.files.get("nodes/" + h.Name + "/prepare.sh")
 	if err != nil {
@@ -118,6 +125,7 @@ func (p *upgradeNodePhase) DryRun(_ context.Context, h engine.Host) ([]string, e
 		describeFile(f, linuxPrepare, 0o700), "run as root: bash " + linuxPrepare + " (the new kubelet and kubectl; nothing else differs)",
 		"run as root: " + restartKubelet,
 		ready,
+		available,
 	}, nil
 }
 
@@ -131,6 +139,9 @@ func firstLine(s string) string {
 }
 
 func (p *upgradeNodePhase) Run(ctx context.Context, h engine.Host) error {
+	if err := p.up.gate.check(); err != nil {
+		return fmt.Errorf("%s left as it is (not drained, nothing changed): %w", h.Name, err)
+	}
 	client, err := clientFor(ctx, p.restConfig, "upgrade")
 	if err != nil {
 		return err
@@ -178,7 +189,8 @@ func (p *upgradeNodePhase) Run(ctx context.Context, h engine.Host) error {
 	if !strings.Contains(string(res.Stdout), upgradedKubeadm+h.Name) {
 		return &outputError{msg: "upgrade.sh ended without \"" + upgradedKubeadm + h.Name + "\"", out: append(res.Stdout, res.Stderr...)}
 	}
-	if err := p.cordonAndDrain(ctx, client, h.Name); err != nil {
+	ev, err := p.cordonAndDrain(ctx, client, h.Name)
+	if err != nil {
 		return err
 	}
 	if err := c.Upload(ctx, linuxPrepare, prep.Data, 0o700); err != nil {
@@ -194,11 +206,15 @@ func (p *upgradeNodePhase) Run(ctx context.Context, h engine.Host) error {
 	if _, err := c.Run(ctx, restartKubelet); err != nil {
 		return cordoned(err, h.Name)
 	}
-	return p.readyAndUncordon(ctx, client, h.Name)
+	if err := p.readyAndUncordon(ctx, client, h.Name); err != nil {
+		return err
+	}
+	return p.awaitEvicted(ctx, client, ev)
 }
 
 func (p *upgradeNodePhase) runWindows(ctx context.Context, client kubeclient.Interface, c hostConn, h engine.Host) error {
-	if err := p.cordonAndDrain(ctx, client, h.Name); err != nil {
+	ev, err := p.cordonAndDrain(ctx, client, h.Name)
+	if err != nil {
 		return err
 	}
 	res, err := c.Run(ctx, windowsUpgradeScript(p.up, h.Name, p.windowsFiles(h)))
@@ -208,7 +224,10 @@ func (p *upgradeNodePhase) runWindows(ctx context.Context, client kubeclient.Int
 	if !strings.Contains(string(res.Stdout), upgradedWindows+h.Name) {
 		return &outputError{msg: "the upgrade script ended without \"" + upgradedWindows + h.Name + "\" (" + h.Name + " stays cordoned)", out: append(res.Stdout, res.Stderr...)}
 	}
-	return p.readyAndUncordon(ctx, client, h.Name)
+	if err := p.readyAndUncordon(ctx, client, h.Name); err != nil {
+		return err
+	}
+	return p.awaitEvicted(ctx, client, ev)
 }
 
 // windowsFiles are the bundle's kubeadm.exe and kubelet.exe for h, as its
@@ -234,16 +253,36 @@ func cordoned(err error, node string) error {
 	return fmt.Errorf("%w (%s stays cordoned: run hybridctl upgrade again, or kubectl uncordon %s)", err, node, node)
 }
 
-// cordonAndDrain marks the node as cordoned by the upgrade, then drains it.
-func (p *upgradeNodePhase) cordonAndDrain(ctx context.Context, client kubeclient.Interface, node string) error {
+// cordonAndDrain marks the node as cordoned by the upgrade, then drains
+// it; it returns what the drain evicted, read just before the evictions.
+func (p *upgradeNodePhase) cordonAndDrain(ctx context.Context, client kubeclient.Interface, node string) (*evicted, error) {
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}},"spec":{"unschedulable":true}}`, UpgradeAnnotation)
 	if _, err := client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("cordon %s: %w", node, err)
+		return nil, fmt.Errorf("cordon %s: %w", node, err)
 	}
-	if err := drainNode(ctx, client, node, p.drainTimeout, -1); err != nil {
-		return cordoned(err, node)
+	ev := &evicted{node: node}
+	snapshot := func(ctx context.Context, pods []corev1.Pod) error {
+		e, err := snapshotEvictions(ctx, client, node, pods)
+		if err != nil {
+			return err
+		}
+		ev = e
+		return nil
 	}
-	return nil
+	if err := drainNode(ctx, client, node, p.drainTimeout, -1, snapshot); err != nil {
+		return nil, cordoned(err, node)
+	}
+	return ev, nil
+}
+
+// awaitEvicted waits until what the node's drain evicted is available
+// again; a timeout closes the gate, so no other node is drained.
+func (p *upgradeNodePhase) awaitEvicted(ctx context.Context, client kubeclient.Interface, ev *evicted) error {
+	err := awaitEvicted(ctx, client, ev, p.availableTimeout, p.poll)
+	if errors.Is(err, errNotAvailableAgain) {
+		p.up.gate.close(err)
+	}
+	return err
 }
 
 // readyAndUncordon waits until the node is Ready at the new version, then
