@@ -33,6 +33,7 @@ func All() []Check {
 		{ID: "HC206", Needs: K(snapshot.KindNode), Run: linuxWorkersForWindows},
 		{ID: "HC207", Needs: K(snapshot.KindPod), Uses: K(snapshot.KindDeployment), Run: corednsSingleNode},
 		{ID: "HC208", Needs: K(snapshot.KindPod), Uses: wl(snapshot.KindNode), Run: imagePullFailed},
+		{ID: "HC209", Needs: K(snapshot.KindNode), NeedsSpec: true, Run: specNodeNotJoined},
 		// Calico.
 		{ID: "HC301", Needs: K(snapshot.KindInstallation, snapshot.KindNode), Run: calicoWindowsDataplane},
 		{ID: "HC302", Needs: K(snapshot.KindInstallation), Uses: K(snapshot.KindNode), Run: calicoBGP},

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -26,11 +27,13 @@ var update = flag.Bool("update", false, "rewrite docs/checks.md from the catalog
 //	# server-version: v1.37.2
 //	# message: HC202 60 pods                      (a finding of HC202 whose message contains "60 pods")
 //	# message: HC103 spec.os.name: windows$       (... whose message ends with "spec.os.name: windows")
+//	# spec-node: win-1 windows worker 36         (a node of a cluster spec, cluster.yaml, at line 36)
 type header struct {
 	expect        []string
 	messages      []string
 	live          bool
 	serverVersion string
+	spec          *checks.Spec
 }
 
 func readHeader(t *testing.T, path string) header {
@@ -53,6 +56,15 @@ func readHeader(t *testing.T, path string) header {
 			h.live = true
 		case strings.HasPrefix(line, "# server-version: "):
 			h.serverVersion = strings.TrimPrefix(line, "# server-version: ")
+		case strings.HasPrefix(line, "# spec-node: "):
+			var n checks.SpecNode
+			if _, err := fmt.Sscan(strings.TrimPrefix(line, "# spec-node: "), &n.Name, &n.OS, &n.Role, &n.Line); err != nil {
+				t.Fatalf("%s: %q: %v", path, line, err)
+			}
+			if h.spec == nil {
+				h.spec = &checks.Spec{File: "cluster.yaml"}
+			}
+			h.spec.Nodes = append(h.spec.Nodes, n)
 		}
 	}
 	sort.Strings(h.expect)
@@ -130,7 +142,7 @@ func TestFixtures(t *testing.T) {
 							}
 						}
 					}
-					res, err := checks.Run(load(t, path, h), checks.Options{})
+					res, err := checks.Run(load(t, path, h), checks.Options{Spec: h.spec})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -17,6 +17,7 @@ import (
 	"github.com/hybridctl/hybridctl/internal/manifest"
 
 	"github.com/hybridctl/hybridctl/internal/snapshot"
+	"github.com/hybridctl/hybridctl/internal/suggest"
 )
 
 // Doc is a check's catalogue entry.
@@ -74,6 +75,9 @@ type Check struct {
 	Needs []snapshot.Kind
 	// Uses are kinds read when available (the check still runs without).
 	Uses []snapshot.Kind
+	// NeedsSpec marks a check that compares the cluster with its spec
+	// (Options.Spec): it is not run without one.
+	NeedsSpec bool
 	// Run reports findings through the Ctx. It must not modify the snapshot.
 	Run func(*Ctx)
 }
@@ -130,6 +134,25 @@ type Options struct {
 	// stream at one consistent resourceVersion instead of one LIST from the
 	// watch cache (snapshot.LiveOptions.WatchList; doctor --consistent-read).
 	ConsistentRead bool
+	// Spec is the cluster spec the live cluster is compared with (doctor
+	// -f); nil without one, and the checks that need it do not run.
+	Spec *Spec
+}
+
+// Spec is what the checks read from a cluster spec.
+type Spec struct {
+	// File is the spec's file name, as findings cite it.
+	File  string
+	Nodes []SpecNode
+}
+
+// SpecNode is one node of the spec.
+type SpecNode struct {
+	Name string
+	OS   string
+	Role string
+	// Line is the node's line in File.
+	Line int
 }
 
 // Ignore suppresses a check, optionally only for one namespace or object.
@@ -177,7 +200,8 @@ type Result struct {
 	Ran        []Doc    `json:"-"`
 }
 
-// Resolve maps check IDs or names to IDs; unknown ones are an error.
+// Resolve maps check IDs or names to IDs; unknown ones are an error
+// naming, for each, the closest ID or name when it looks like a typo.
 func Resolve(docs []Doc, refs []string) (map[string]bool, error) {
 	out := map[string]bool{}
 	var unknown []string
@@ -193,13 +217,27 @@ func Resolve(docs []Doc, refs []string) (map[string]bool, error) {
 			}
 		}
 		if !found {
-			unknown = append(unknown, r)
+			unknown = append(unknown, Unknown(docs, r))
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, fmt.Errorf("unknown check %s (see hybridctl doctor --explain, or docs/checks.md)", strings.Join(unknown, ", "))
+		return nil, fmt.Errorf("%s (--list-checks lists them; docs/checks.md)", strings.Join(unknown, "; "))
 	}
 	return out, nil
+}
+
+// Unknown is the message for a check reference that is neither an ID nor
+// a name: `unknown check "HC1O1" (did you mean HC101?)`.
+func Unknown(docs []Doc, ref string) string {
+	known := make([]string, 0, 2*len(docs))
+	for _, d := range docs {
+		known = append(known, d.ID, d.Name)
+	}
+	msg := fmt.Sprintf("unknown check %q", ref)
+	if s, ok := suggest.Closest(ref, known); ok {
+		msg += fmt.Sprintf(" (did you mean %s?)", s)
+	}
+	return msg
 }
 
 // Lookup finds a check's doc by ID or name.
@@ -241,6 +279,12 @@ func Selected(opts Options) ([]Check, []Doc, error) {
 		if !ok {
 			return nil, nil, fmt.Errorf("internal: check %s is not in the catalogue", c.ID)
 		}
+		if c.NeedsSpec && opts.Spec == nil {
+			if only[c.ID] {
+				return nil, nil, fmt.Errorf("check %s (%s) compares the cluster with its spec: give the spec with doctor -f cluster.yaml", d.ID, d.Name)
+			}
+			continue
+		}
 		cs = append(cs, c)
 		ds = append(ds, d)
 	}
@@ -275,6 +319,7 @@ func Run(s *snapshot.Snapshot, opts Options) (*Result, error) {
 	if opts.WindowsBuildsFrom != "" {
 		idx.builds, idx.buildsFrom = opts.WindowsBuilds, opts.WindowsBuildsFrom
 	}
+	idx.spec = opts.Spec
 	res := &Result{Findings: []Finding{}, Skipped: []Skipped{}, Notes: []string{}, Ran: ds,
 		Diagnostics: append([]snapshot.Diagnostic{}, s.Diagnostics...)}
 	for i := range cs {

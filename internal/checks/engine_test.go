@@ -92,8 +92,20 @@ func TestResolveAndLookup(t *testing.T) {
 	}
 	// Names are exact (kebab-case); IDs are not case-sensitive.
 	_, err = Resolve(docs, []string{"HC101", "HC999", "Windows-Node-Taint", "HC20"})
-	if err == nil || !strings.Contains(err.Error(), "unknown check HC999, Windows-Node-Taint, HC20 (") {
+	if err == nil || !strings.HasPrefix(err.Error(), `unknown check "HC999" (did you mean HC109?); unknown check "Windows-Node-Taint" (did you mean windows-node-taint?); unknown check "HC20" (did you mean HC201?) (--list-checks`) {
 		t.Errorf("Resolve of unknown checks: %v", err)
+	}
+	// A typo of a name and of an ID, at the edge of what is suggested (2
+	// edits), and one past it.
+	for ref, want := range map[string]string{
+		"windows-node-tiant":   `unknown check "windows-node-tiant" (did you mean windows-node-taint?)`,
+		"HC1O1":                `unknown check "HC1O1" (did you mean HC101?)`,
+		"daemonset-os-selectr": `unknown check "daemonset-os-selectr" (did you mean daemonset-os-selector?)`,
+		"daemonset-selector":   `unknown check "daemonset-selector"`,
+	} {
+		if got := Unknown(docs, ref); got != want {
+			t.Errorf("Unknown(%q) = %q, want %q", ref, got, want)
+		}
 	}
 
 	for _, ref := range []string{"HC201", "hc201", "windows-node-taint"} {
@@ -120,7 +132,7 @@ func ids(cs []Check, ds []Doc) string {
 }
 
 func TestSelected(t *testing.T) {
-	all, _, err := Selected(Options{})
+	all, _, err := Selected(Options{Spec: &Spec{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +147,9 @@ func TestSelected(t *testing.T) {
 		{"only", Options{Only: []string{"HC202", "windows-node-taint"}}, "HC201 HC202"},
 		{"only and skip", Options{Only: []string{"HC201", "HC202"}, Skip: []string{"hc201"}}, "HC202"},
 		{"only skipped", Options{Only: []string{"HC201"}, Skip: []string{"HC201"}}, ""},
-		{"only empty strings", Options{Only: []string{"", " "}, Skip: []string{"HC101"}}, ""},
+		{"only empty strings", Options{Only: []string{"", " "}, Skip: []string{"HC101"}, Spec: &Spec{}}, ""},
+		{"a spec check without a spec", Options{Only: []string{"HC201"}, Skip: []string{"HC101"}}, "HC201"},
+		{"a spec check with a spec", Options{Only: []string{"HC201", "spec-node-not-joined"}, Spec: &Spec{}}, "HC201 HC209"},
 		{"ignores do not select", Options{Only: []string{"HC402"}, Ignores: []Ignore{{Check: "HC101"}}}, "HC402"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -156,7 +170,21 @@ func TestSelected(t *testing.T) {
 			}
 		})
 	}
-	skipped, _, err := Selected(Options{Skip: []string{"HC101", "kube-proxy-windows"}})
+	// Without a spec, the checks that compare with one do not run, and
+	// asking for one alone is an error that says how to give it.
+	all, _, err = Selected(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range all {
+		if c.NeedsSpec {
+			t.Errorf("%s runs without a spec", c.ID)
+		}
+	}
+	if _, _, err := Selected(Options{Only: []string{"HC209"}}); err == nil || !strings.Contains(err.Error(), "doctor -f cluster.yaml") {
+		t.Errorf("HC209 alone without a spec: %v", err)
+	}
+	skipped, _, err := Selected(Options{Skip: []string{"HC101", "kube-proxy-windows"}, Spec: &Spec{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,9 +195,9 @@ func TestSelected(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{Options{Only: []string{"HC999"}}, "unknown check HC999"},
-		{Options{Skip: []string{"nope"}}, "unknown check nope"},
-		{Options{Ignores: []Ignore{{Check: "HC101"}, {Check: "HC998"}}}, "config: unknown check HC998"},
+		{Options{Only: []string{"HC999"}}, `unknown check "HC999"`},
+		{Options{Skip: []string{"nope"}}, `unknown check "nope"`},
+		{Options{Ignores: []Ignore{{Check: "HC101"}, {Check: "HC998"}}}, `config: unknown check "HC998"`},
 	} {
 		if _, _, err := Selected(c.opts); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Selected(%+v) = %v, want %q", c.opts, err, c.want)

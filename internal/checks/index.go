@@ -33,6 +33,8 @@ type Index struct {
 	// caller (lint --spec), when the snapshot has no Windows node.
 	builds     []string
 	buildsFrom string
+	// spec is the cluster spec given by the caller (doctor -f), or nil.
+	spec *Spec
 }
 
 // NewIndex builds the lookups.

@@ -341,3 +341,29 @@ func imagePullFailed(c *Ctx) {
 		}
 	}
 }
+
+// specNodeNotJoined reports each node of the spec (doctor -f) that has no
+// Node object. Kubernetes stores node names in lower case; a spec's names
+// are lower case too, and are compared without case all the same.
+func specNodeNotJoined(c *Ctx) {
+	if c.spec == nil {
+		return
+	}
+	live := map[string]bool{}
+	for _, n := range c.S.Nodes {
+		live[strings.ToLower(n.Meta.Name)] = true
+	}
+	for _, n := range c.spec.Nodes {
+		if live[strings.ToLower(n.Name)] {
+			continue
+		}
+		obj := snapshot.Object{APIVersion: "v1", Kind: "Node", Meta: snapshot.Meta{Name: n.Name},
+			Source: snapshot.Source{File: c.spec.File, Line: n.Line}}
+		what := strings.TrimSpace(n.OS + " " + n.Role)
+		if what != "" {
+			what = " (" + what + ")"
+		}
+		c.Report(&obj, fmt.Sprintf("node %s%s is in %s but not in the cluster: it never joined, or its Node was deleted", n.Name, what, c.spec.File),
+			fmt.Sprintf("hybridctl apply -f %s joins it (hybridctl diff -f %s shows what apply would do); hybridctl node diagnose %s -f %s says why its kubelet does not register", c.spec.File, c.spec.File, n.Name, c.spec.File))
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/report"
 	"github.com/hybridctl/hybridctl/internal/snapshot"
+	"github.com/hybridctl/hybridctl/internal/spec"
 	"github.com/hybridctl/hybridctl/internal/termcolor"
 )
 
@@ -32,6 +33,8 @@ type auditFlags struct {
 	// explain and listChecks print the catalogue instead of checking.
 	explain    string
 	listChecks bool
+	// spec is the cluster spec the checks compare with (doctor -f).
+	spec *checks.Spec
 }
 
 func (f *auditFlags) register(cmd *cobra.Command) {
@@ -105,7 +108,7 @@ func parseFailOn(v string) (finding.FailOn, error) {
 
 // options validates the flags and builds the engine's options.
 func (f *auditFlags) options() (checks.Options, error) {
-	opts := checks.Options{Only: f.only, Skip: f.skip}
+	opts := checks.Options{Only: f.only, Skip: f.skip, Spec: f.spec}
 	out, err := checkFormat(f.output, report.Formats())
 	if err != nil {
 		return opts, err
@@ -177,6 +180,7 @@ func newDoctorCmd(s Streams) *cobra.Command {
 	var f auditFlags
 	var timeout time.Duration
 	var consistent bool
+	sf := specFlags{optional: true}
 	kf := kubeclient.NewFlags()
 	cmd := &cobra.Command{
 		Use:   "doctor",
@@ -185,6 +189,10 @@ func newDoctorCmd(s Streams) *cobra.Command {
 workloads, RuntimeClasses, CSRs, Calico resources) and reports what is wrong,
 each finding with a one-line fix. It never writes. A check whose objects cannot
 be read (forbidden, CRD not installed) is reported as skipped with the reason.
+
+With -f cluster.yaml, doctor also compares the cluster with its spec: a
+node of the spec that has no Node object (it never joined, or was deleted)
+is a finding (HC209).
 
 Checks have stable IDs and names; --explain prints the documentation of one.
 Suppress a finding with the annotation hybridctl.dev/ignore: "HC101,..." on the
@@ -198,6 +206,9 @@ Exit codes: 0 no findings at or above --fail-on; 1 findings at or above it;
   # another cluster, JSON for scripts, fail on warnings too
   hybridctl doctor --context lab -o json --fail-on warning
 
+  # and the spec's nodes that never joined
+  hybridctl doctor -f cluster.yaml
+
   # only the Calico checks, skipping one
   hybridctl doctor --checks HC301,HC302,HC303,HC304,HC305,HC306 --skip calico-bgp-enabled
 
@@ -207,6 +218,13 @@ Exit codes: 0 no findings at or above --fail-on; 1 findings at or above it;
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if done, err := f.catalogue(s); done {
 				return err
+			}
+			if sf.file != "" {
+				r, err := sf.load(cmd.Context(), s.In, s.Err)
+				if err != nil {
+					return err
+				}
+				f.spec = specForChecks(r)
 			}
 			opts, err := f.options()
 			if err != nil {
@@ -234,11 +252,23 @@ Exit codes: 0 no findings at or above --fail-on; 1 findings at or above it;
 		},
 	}
 	f.register(cmd)
+	sf.add(cmd)
+	sf.flag.Usage = "cluster spec (cluster.yaml): also report the spec's nodes that are not nodes of the cluster (HC209); - reads standard input"
 	cmd.Flags().BoolVar(&consistent, "consistent-read", false,
 		"read each type as a watch-list stream at one consistent resourceVersion (several times the API server's CPU, ~1 s more per type) instead of one LIST from its watch cache")
 	addTimeout(cmd, &timeout)
 	kf.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// specForChecks is what the checks read from a loaded spec.
+func specForChecks(r *spec.Result) *checks.Spec {
+	out := &checks.Spec{File: r.File}
+	for i, n := range r.Cluster.Spec.Nodes {
+		out.Nodes = append(out.Nodes, checks.SpecNode{Name: n.Name, OS: n.OS, Role: n.Role,
+			Line: r.Line(fmt.Sprintf("spec.nodes[%d]", i))})
+	}
+	return out
 }
 
 // noObjects is the error for input without a single Kubernetes object: an
@@ -270,7 +300,7 @@ func explainCheck(s Streams, ref string) error {
 	}
 	d, ok := checks.Lookup(docs, ref)
 	if !ok {
-		return Usagef("unknown check %q (IDs HC101..., names such as daemonset-os-selector, or all; --list-checks lists them)", ref)
+		return Usagef("%s: want an ID (HC101...), a name such as daemonset-os-selector, or all; --list-checks lists them", checks.Unknown(docs, ref))
 	}
 	fmt.Fprint(s.Out, checks.Explain(d))
 	return nil
