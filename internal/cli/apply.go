@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hybridctl/hybridctl/internal/kubeclient"
 	"github.com/hybridctl/hybridctl/internal/kubeconfig"
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
@@ -19,7 +20,6 @@ import (
 	"github.com/hybridctl/hybridctl/internal/provision/procedure"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/spec"
-	"github.com/hybridctl/hybridctl/internal/suggest"
 	"github.com/hybridctl/hybridctl/internal/termcolor"
 )
 
@@ -80,14 +80,7 @@ func (f *provisionFlags) kubeconfigTarget(ctx context.Context, cluster string) (
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	msg := fmt.Sprintf("--context %q: %s has no such context", f.context, kc)
-	if len(names) == 0 {
-		return nil, Usagef("%s (it has no contexts)", msg)
-	}
-	if s, ok := suggest.Closest(f.context, names); ok {
-		msg += fmt.Sprintf("; did you mean %q?", s)
-	}
-	return nil, Usagef("%s; its contexts: %s", msg, strings.Join(names, ", "))
+	return nil, Usage(&kubeclient.UnknownContextError{Context: f.context, Contexts: names, Files: []string{kc}})
 }
 
 func (f *provisionFlags) validate() error {

@@ -86,12 +86,24 @@ contexts: [{name: lab, context: {cluster: c, user: u}}, {name: prod, context: {c
 		{"apply", "-f", lab, "--dry-run", "--offline", "--kubeconfig", kc, "--context", "lba"},
 		{"diff", "-f", lab, "--offline", "--kubeconfig", kc, "--context", "lba"},
 		{"reset", "-f", lab, "--dry-run", "--offline", "--kubeconfig", kc, "--context", "lba"},
+		{"upgrade", "-f", lab, "--dry-run", "--kubeconfig", kc, "--context", "lba"},
+		{"doctor", "--kubeconfig", kc, "--context", "lba"},
+		{"doctor", "-f", lab, "--kubeconfig", kc, "--context", "lba", "-o", "json"},
+		{"init", "--from-cluster", "--kubeconfig", kc, "--context", "lba", "--output-file", "-"},
+		{"csr", "approve", "--kubeconfig", kc, "--context", "lba", "--dry-run"},
+		{"check", "connectivity", "--kubeconfig", kc, "--context", "lba"},
+		{"node", "diagnose", "-f", lab, "--kubeconfig", kc, "--context", "lba"},
 	} {
 		r := run(t, "", args...)
 		if r.code != ExitUsage || !strings.Contains(r.stderr, `--context "lba"`) || !strings.Contains(r.stderr, `did you mean "lab"?`) ||
 			!strings.Contains(r.stderr, "its contexts: lab, prod") {
-			t.Errorf("%v: exit %d\n%s", args[0], r.code, r.stderr)
+			t.Errorf("%v: exit %d\n%s", args, r.code, r.stderr)
 		}
+	}
+	// The kubeconfig's files are named: with $KUBECONFIG, each one read.
+	t.Setenv("KUBECONFIG", kc)
+	if r := run(t, "", "doctor", "--context", "nope"); r.code != ExitUsage || !strings.Contains(r.stderr, `--context "nope": `+kc+" has no such context; its contexts: lab, prod") {
+		t.Errorf("doctor, $KUBECONFIG: exit %d\n%s", r.code, r.stderr)
 	}
 	empty := filepath.Join(dir, "empty")
 	if r := run(t, "", "diff", "-f", lab, "--offline", "--kubeconfig", empty, "--context", "lab"); r.code != ExitUsage || !strings.Contains(r.stderr, "it has no contexts") {

@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+
+	"github.com/hybridctl/hybridctl/internal/kubeclient"
 )
 
 // Exit codes shared by every command (design §5).
@@ -49,6 +51,12 @@ func Usagef(format string, a ...any) error { return Usage(fmt.Errorf(format, a..
 func codeOf(err error) int {
 	if err == nil {
 		return ExitOK
+	}
+	// A --context that is not in the kubeconfig is a name the user typed,
+	// whichever code the command wrapped it in.
+	var uc *kubeclient.UnknownContextError
+	if errors.As(err, &uc) {
+		return ExitUsage
 	}
 	var ee *ExitError
 	if errors.As(err, &ee) {

@@ -126,8 +126,9 @@ What import does:
     source fingerprint), which "kubeconfig list" shows.
 
 Exit codes: 0 imported (or already there); 1 refused (name used for different
-content, --verify failed, FILE not a valid kubeconfig, a plugin or a file
-reference refused); 2 usage; 3 I/O error.`,
+content, --verify failed at the server, FILE not a valid kubeconfig, a plugin
+or a file reference refused); 2 usage; 3 I/O error, or --verify got no answer
+from the server (refused, unresolved, timed out).`,
 		Example: `  # straight from the control plane: the key never lands in a file of its own
   ssh user@k8s-lab-master-1 sudo cat /etc/kubernetes/admin.conf \
     | hybridctl kubeconfig import - --name lab --verify

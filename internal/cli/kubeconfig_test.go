@@ -56,6 +56,8 @@ func TestKubeconfigCLI(t *testing.T) {
 	labConf := kt.WriteFile(t, filepath.Join(dir, "lab.conf"), lab.AdminConf(), 0o600)
 	otherConf := kt.WriteFile(t, filepath.Join(dir, "other.conf"), other.AdminConf(), 0o600)
 	wrongCA := kt.WriteFile(t, filepath.Join(dir, "wrong-ca.conf"), kt.AdminConf(lab.URL(), other.CA.CertPEM, lab.Admin.Cert, lab.Admin.Key), 0o600)
+	// Nothing listens on port 9 of loopback.
+	gone := kt.WriteFile(t, filepath.Join(dir, "gone.conf"), kt.AdminConf("https://127.0.0.1:9", lab.CA.CertPEM, lab.Admin.Cert, lab.Admin.Key), 0o600)
 	garbage := kt.WriteFile(t, filepath.Join(dir, "garbage.conf"), []byte("users: [{name: u}, {name: u, user: {client-key-data: "+base64.StdEncoding.EncodeToString(lab.Admin.Key)+"}}]\n"), 0o600)
 
 	tests := []struct {
@@ -69,6 +71,7 @@ func TestKubeconfigCLI(t *testing.T) {
 		{"import again", "", []string{"kubeconfig", "import", labConf, "--name", "lab"}, 0, "nothing changed", ""},
 		{"same name, other cluster", "", []string{"kubeconfig", "import", otherConf, "--name", "lab"}, 1, "", "refusing to import"},
 		{"verify with a foreign CA", "", []string{"kubeconfig", "import", wrongCA, "--name", "wrong", "--verify"}, 1, "", "not signed by the imported CA"},
+		{"verify an unreachable server", "", []string{"kubeconfig", "import", gone, "--name", "gone", "--verify"}, 3, "", "GET https://127.0.0.1:9/version"},
 		{"invalid source", "", []string{"kubeconfig", "import", garbage, "--name", "g"}, 1, "", garbage + ": not a valid kubeconfig"},
 		{"missing source", "", []string{"kubeconfig", "import", filepath.Join(dir, "nope"), "--name", "n"}, 3, "", "nope"},
 		{"no --name", "", []string{"kubeconfig", "import", labConf}, 2, "", "--name is required"},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -139,6 +140,12 @@ func runNodeDiagnose(cmd *cobra.Command, s Streams, f *diagnoseFlags, kf *kubecl
 	o := diagnose.Options{Targets: targets, Expect: x, Only: only, Concurrency: f.concurrency, NodeTimeout: f.nodeTimeout}
 	if needsCluster(only) {
 		o.Cluster, o.ClusterErr = loadDiagnoseCluster(ctx, s, kf)
+		// A --context the kubeconfig does not have is a typo: said before
+		// any node is reached.
+		var uc *kubeclient.UnknownContextError
+		if errors.As(o.ClusterErr, &uc) {
+			return Usage(o.ClusterErr)
+		}
 	}
 	if f.collect != "" {
 		// Opened first: a node's output too long to parse is kept there

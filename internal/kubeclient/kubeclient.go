@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
+
+	"github.com/hybridctl/hybridctl/internal/suggest"
 )
 
 // DefaultRequestTimeout is how long one API request may take when
@@ -87,6 +90,31 @@ func (e *NoKubeconfigError) Error() string {
 	return fmt.Sprintf("no kubeconfig found: looked in %s (%s); pass --kubeconfig FILE or import a cluster with 'hybridctl kubeconfig import'", where, env)
 }
 
+// UnknownContextError is a --context that the kubeconfig does not have
+// (a usage error: the user typed a name).
+type UnknownContextError struct {
+	Context string
+	// Contexts are the kubeconfig's contexts, sorted.
+	Contexts []string
+	// Files are the kubeconfig files that were read.
+	Files []string
+}
+
+func (e *UnknownContextError) Error() string {
+	where := "the kubeconfig"
+	if len(e.Files) > 0 {
+		where = strings.Join(e.Files, ", ")
+	}
+	msg := fmt.Sprintf("--context %q: %s has no such context", e.Context, where)
+	if len(e.Contexts) == 0 {
+		return msg + " (it has no contexts)"
+	}
+	if s, ok := suggest.Closest(e.Context, e.Contexts); ok {
+		msg += fmt.Sprintf("; did you mean %q?", s)
+	}
+	return msg + "; its contexts: " + strings.Join(e.Contexts, ", ")
+}
+
 // TimeoutError is a request the API server did not answer in time.
 type TimeoutError struct {
 	Server string
@@ -122,6 +150,22 @@ func (f *Flags) RESTConfig(trace io.Writer) (*rest.Config, error) {
 			}
 		}
 		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	if name := f.contextFlag(); name != "" {
+		if _, ok := raw.Contexts[name]; !ok {
+			names := make([]string, 0, len(raw.Contexts))
+			for n := range raw.Contexts {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			var files []string
+			for _, path := range loader.ConfigAccess().GetLoadingPrecedence() {
+				if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+					files = append(files, path)
+				}
+			}
+			return nil, &UnknownContextError{Context: name, Contexts: names, Files: files}
+		}
 	}
 	server := f.Config.APIServer != nil && *f.Config.APIServer != ""
 	explicit := f.Config.KubeConfig != nil && *f.Config.KubeConfig != ""
@@ -171,6 +215,14 @@ func (f *Flags) RESTConfig(trace io.Writer) (*rest.Config, error) {
 	}
 	Configure(cfg, timeout, f.Verbosity, trace)
 	return cfg, nil
+}
+
+// contextFlag is --context, or "".
+func (f *Flags) contextFlag() string {
+	if f.Config.Context == nil {
+		return ""
+	}
+	return *f.Config.Context
 }
 
 // isClusterSpec reports whether the file at path starts like a hybridctl

@@ -22,6 +22,10 @@ const (
 	// KindUsage means an argument is wrong: a bad --name, an unknown
 	// --source-context, a context to remove that does not exist.
 	KindUsage
+	// KindUnreachable means --verify got no answer from the API server:
+	// the connection was refused or reset, the name did not resolve, or
+	// nothing answered in time. What the server is cannot be judged.
+	KindUnreachable
 )
 
 func (k Kind) String() string {
@@ -34,6 +38,8 @@ func (k Kind) String() string {
 		return "invalid"
 	case KindUsage:
 		return "usage"
+	case KindUnreachable:
+		return "unreachable"
 	default:
 		return "io"
 	}

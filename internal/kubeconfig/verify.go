@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -86,7 +88,7 @@ func Verify(ctx context.Context, cluster *api.Cluster, user *api.AuthInfo, timeo
 	}
 	body, err := dc.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
 	if err != nil {
-		return nil, newErr(KindVerify, fmt.Sprintf("%s: GET %s/version", where, cluster.Server), explainTLS(err))
+		return nil, newErr(verifyKind(err), fmt.Sprintf("%s: GET %s/version", where, cluster.Server), explainTLS(err))
 	}
 	v := &Verified{ServerVersion: gitVersion(body), TrustedBy: "the imported CA"}
 	if len(cluster.CertificateAuthorityData) == 0 && cluster.CertificateAuthority == "" {
@@ -108,7 +110,7 @@ func Verify(ctx context.Context, cluster *api.Cluster, user *api.AuthInfo, timeo
 		// An old server without SelfSubjectReview: /version answered with
 		// these credentials, which is as far as we can check.
 	default:
-		return nil, newErr(KindVerify, fmt.Sprintf("%s: authenticating to %s", where, cluster.Server), explainTLS(err))
+		return nil, newErr(verifyKind(err), fmt.Sprintf("%s: authenticating to %s", where, cluster.Server), explainTLS(err))
 	}
 	return v, nil
 }
@@ -138,6 +140,26 @@ func gitVersion(body []byte) string {
 }
 
 // explainTLS adds a plain sentence to the errors people meet most.
+// verifyKind is KindUnreachable for a request that got no answer (refused,
+// reset, unresolved, timed out) and KindVerify for an answer that fails the
+// check (a certificate, the credentials).
+func verifyKind(err error) Kind {
+	var ne net.Error
+	var de *net.DNSError
+	var oe *net.OpError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &de),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return KindUnreachable
+	case errors.As(err, &ne) && ne.Timeout():
+		return KindUnreachable
+	case errors.As(err, &oe) && oe.Op == "dial":
+		return KindUnreachable
+	}
+	return KindVerify
+}
+
 func explainTLS(err error) error {
 	var ua x509.UnknownAuthorityError
 	var hn x509.HostnameError

@@ -57,7 +57,7 @@ func TestVerifyResult(t *testing.T) {
 
 // TestVerifyTimeout: --verify gives up after the timeout it is given, not
 // the 15 s default, on a server that accepts the connection and never
-// answers.
+// answers: unreachable, as a server that refuses the connection.
 func TestVerifyTimeout(t *testing.T) {
 	release := make(chan struct{})
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -72,11 +72,16 @@ func TestVerifyTimeout(t *testing.T) {
 	start := time.Now()
 	_, err := Verify(context.Background(), &api.Cluster{Server: srv.URL, CertificateAuthorityData: caPEM}, &api.AuthInfo{Token: "t"}, 300*time.Millisecond, "w")
 	elapsed := time.Since(start)
-	if KindOf(err) != KindVerify || !strings.HasPrefix(err.Error(), "w: GET "+srv.URL+"/version: ") {
-		t.Fatalf("want a verify error of the GET, got %v", err)
+	if KindOf(err) != KindUnreachable || !strings.HasPrefix(err.Error(), "w: GET "+srv.URL+"/version: ") {
+		t.Fatalf("want an unreachable error of the GET, got %v", err)
 	}
 	if elapsed > 8*time.Second {
 		t.Errorf("gave up after %s with a 300ms timeout", elapsed)
+	}
+	// Nothing listens on port 9 of loopback: refused.
+	_, err = Verify(context.Background(), &api.Cluster{Server: "https://127.0.0.1:9", CertificateAuthorityData: caPEM}, &api.AuthInfo{Token: "t"}, 5*time.Second, "w")
+	if KindOf(err) != KindUnreachable || !strings.HasPrefix(err.Error(), "w: GET https://127.0.0.1:9/version: ") {
+		t.Fatalf("refused: want an unreachable error, got %v", err)
 	}
 }
 
