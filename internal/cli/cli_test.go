@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
+
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/hybridctl/hybridctl/examples"
 	"github.com/hybridctl/hybridctl/internal/spec"
@@ -108,7 +111,7 @@ func TestPlanJSONContract(t *testing.T) {
 }
 
 func TestPlanStdinAndYAML(t *testing.T) {
-	r := run(t, string(examples.Lab), "plan", "-f", "-", "-o", "yaml")
+	r := run(t, string(examples.Lab), "spec", "effective", "-f", "-")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -117,11 +120,49 @@ func TestPlanStdinAndYAML(t *testing.T) {
 			t.Errorf("effective spec lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	// The effective spec is itself a valid spec that plans the same.
+	// The effective spec is itself a valid spec that plans the same (its
+	// warnings at other lines of another file).
 	again := run(t, r.stdout, "plan", "-f", "-", "-o", "json")
 	first := run(t, "", "plan", "-f", lab, "-o", "json")
-	if again.code != 0 || again.stdout != first.stdout {
-		t.Errorf("the effective spec does not plan like the original (exit %d): %s", again.code, again.stderr)
+	unlocated := func(out string) map[string]any {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(out), &m); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		for _, w := range m["warnings"].([]any) {
+			delete(w.(map[string]any), "file")
+			delete(w.(map[string]any), "line")
+		}
+		return m
+	}
+	if again.code != 0 || !reflect.DeepEqual(unlocated(again.stdout), unlocated(first.stdout)) {
+		t.Errorf("the effective spec does not plan like the original (exit %d): %s\n%s", again.code, again.stderr, again.stdout)
+	}
+	if r := run(t, "", "spec", "effective", "-f", filepath.Join(t.TempDir(), "none.yaml")); r.code != ExitIncomplete {
+		t.Errorf("a missing file: exit %d", r.code)
+	}
+
+	// plan -o yaml is plan -o json's object in YAML: the same fields and
+	// values, for a valid spec and for an invalid one.
+	for _, stdin := range []string{string(examples.Lab), strings.Replace(string(examples.Lab), "name: k8s-lab-win-1", "name: K8S_Win_1", 1)} {
+		j := run(t, stdin, "plan", "-f", "-", "-o", "json")
+		y := run(t, stdin, "plan", "-f", "-", "-o", "yaml")
+		if j.code != y.code || y.stderr != "" {
+			t.Fatalf("json exit %d, yaml exit %d: %s", j.code, y.code, y.stderr)
+		}
+		var fromJSON, fromYAML any
+		if err := json.Unmarshal([]byte(j.stdout), &fromJSON); err != nil {
+			t.Fatal(err)
+		}
+		if err := sigsyaml.Unmarshal([]byte(y.stdout), &fromYAML); err != nil {
+			t.Fatalf("%v\n%s", err, y.stdout)
+		}
+		if !reflect.DeepEqual(fromJSON, fromYAML) {
+			t.Errorf("plan -o yaml is not plan -o json's object (exit %d):\n%s", y.code, y.stdout)
+		}
+		if strings.Contains(y.stdout, "apiVersion: hybridctl.dev/v1alpha1") {
+			t.Errorf("plan -o yaml printed the spec:\n%s", y.stdout)
+		}
 	}
 }
 
@@ -154,6 +195,14 @@ func TestInit(t *testing.T) {
 	}
 	if r := run(t, "", "init", "-o", "-"); r.stdout != string(examples.Lab) {
 		t.Errorf("init -o - printed something else")
+	}
+	// A success message goes to standard output, in init as in render.
+	second := filepath.Join(dir, "second.yaml")
+	if r := run(t, "", "init", "--output-file", second); r.code != 0 || r.stdout != "wrote "+second+"; next: hybridctl plan -f "+second+"\n" || r.stderr != "" {
+		t.Errorf("init's success message: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if r := run(t, "", "render", "-f", lab, "--output-dir", filepath.Join(dir, "out")); r.code != 0 || !strings.HasPrefix(r.stdout, "wrote ") || strings.Contains(r.stderr, "wrote ") {
+		t.Errorf("render's success message: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	// What init writes plans cleanly.
 	if r := run(t, "", "plan", "-f", out); r.code != 0 {

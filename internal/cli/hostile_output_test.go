@@ -85,13 +85,14 @@ type hostileCase struct {
 // TestEveryCommandEscapesWhatItShows): a new command cannot be forgotten.
 func hostileCases() map[string]hostileCase {
 	return map[string]hostileCase{
-		"hybridctl init":        {feed: feedInitFromCluster},
-		"hybridctl diff":        {feed: feedDiff},
-		"hybridctl upgrade":     {feed: feedUpgrade},
-		"hybridctl version":     {none: "prints the build's own version"},
-		"hybridctl spec schema": {none: "prints the embedded JSON Schema"},
-		"hybridctl explain":     {none: "prints the catalogues' own texts; an unknown ID it echoes reaches only the error, which Main escapes"},
-		"hybridctl completion":  {none: "prints the shell's completion script; the values completed from a kubeconfig or spec are filtered (TestCompletionKubeconfigNames)"},
+		"hybridctl init":           {feed: feedInitFromCluster},
+		"hybridctl diff":           {feed: feedDiff},
+		"hybridctl upgrade":        {feed: feedUpgrade},
+		"hybridctl version":        {none: "prints the build's own version"},
+		"hybridctl spec schema":    {none: "prints the embedded JSON Schema"},
+		"hybridctl spec effective": {feed: feedSpec("spec", "effective")},
+		"hybridctl explain":        {none: "prints the catalogues' own texts; an unknown ID it echoes reaches only the error, which Main escapes"},
+		"hybridctl completion":     {none: "prints the shell's completion script; the values completed from a kubeconfig or spec are filtered (TestCompletionKubeconfigNames)"},
 
 		"hybridctl lint":               {feed: feedLint},
 		"hybridctl doctor":             {feed: feedDoctor},
@@ -363,6 +364,7 @@ func feedSpec(args ...string) func(t *testing.T) {
 		}
 		if args[0] == "plan" {
 			hostileRun(t, "", append(full, "-o", "json")...)
+			hostileRun(t, "", append(full, "-o", "yaml")...)
 		}
 	}
 }

@@ -90,7 +90,9 @@ file is written atomically. '-o -' prints the spec instead.`,
 			if err != nil {
 				return Incomplete(err)
 			}
-			fmt.Fprintf(s.Err, "Wrote %s. Next: hybridctl plan -f %s\n", out, out)
+			// Success messages go to standard output in every command
+			// (render, bundle download, kubeconfig import).
+			fmt.Fprintf(s.Out, "wrote %s; next: hybridctl plan -f %s\n", out, out)
 			return nil
 		},
 	}

@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/hybridctl/hybridctl/internal/suggest"
 )
@@ -44,4 +47,25 @@ func warnOldFlag(cmd *cobra.Command, s Streams, old, now string) {
 	if cmd.Flags().Changed(old) {
 		fmt.Fprintf(s.Err, "Warning: -o/--%s of %s is deprecated and will be removed: use %s (-o selects an output format)\n", old, cmd.CommandPath(), now)
 	}
+}
+
+// encodeAs writes v as format: "json" (indented) or "yaml". The YAML is
+// the JSON document re-encoded: the same fields, names and values, so a
+// script reads one object in either encoding.
+func encodeAs(w io.Writer, format string, v any) error {
+	if format != "yaml" {
+		return writeJSON(w, v)
+	}
+	j, err := json.Marshal(v)
+	if err != nil {
+		return Incomplete(fmt.Errorf("writing output: %w", err))
+	}
+	y, err := yaml.JSONToYAML(j)
+	if err != nil {
+		return Incomplete(fmt.Errorf("writing output: %w", err))
+	}
+	if _, err := w.Write(y); err != nil {
+		return Incomplete(fmt.Errorf("writing output: %w", err))
+	}
+	return nil
 }

@@ -4,11 +4,9 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/termcolor"
-	"github.com/hybridctl/hybridctl/internal/termtext"
 )
 
 type planOptions struct {
@@ -37,11 +35,11 @@ invalid; 2 usage error; 3 the file could not be read.`,
 		Example: `  # The guide's lab
   hybridctl plan -f examples/lab.yaml
 
-  # For scripts: the derived numbers as JSON
+  # For scripts: the derived numbers as JSON (or the same object as YAML)
   hybridctl plan -f cluster.yaml -o json | jq '.nodes[] | {name, maxPods, runtimeClass}'
 
   # The effective spec, with every default filled in
-  hybridctl plan -f cluster.yaml -o yaml`,
+  hybridctl spec effective -f cluster.yaml`,
 		// kubeadm, kubectl and Helm users look for a validate command.
 		SuggestFor: []string{"validate", "check-spec"},
 		Args:       noArgs,
@@ -51,32 +49,25 @@ invalid; 2 usage error; 3 the file could not be read.`,
 				return err
 			}
 			o.output = out
-			if o.output == "json" {
-				o.spec.problemsJSON = s.Out
+			if o.output != FormatTable {
+				o.spec.problemsOut, o.spec.problemsFormat = s.Out, o.output
 			}
 			r, err := o.spec.load(cmd.Context(), s.In, s.Err)
 			if err != nil {
 				return err
 			}
-			if o.output == "yaml" {
-				enc := yaml.NewEncoder(s.Out)
-				enc.SetIndent(2)
-				if err := enc.Encode(r.Cluster); err != nil {
-					return Incomplete(err)
-				}
-				return enc.Close()
-			}
 			p, err := plan.Derive(r.Cluster, r.Diagnostics)
 			if err != nil {
 				return Problem(err)
 			}
-			if o.output == "json" {
-				return termtext.EncodeJSON(s.Out, p)
+			p.LocateWarnings(r.File, r.Line)
+			if o.output != FormatTable {
+				return encodeAs(s.Out, o.output, p)
 			}
 			return p.WriteTextColor(s.Out, termcolor.Auto(s.Out, os.Getenv))
 		},
 	}
 	o.spec.add(cmd)
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table; json (the derived plan, or {\"problems\":[...]} for an invalid spec); yaml (the effective spec with every default)")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table; json or yaml (the derived plan, or {\"problems\":[...]} for an invalid spec, one object in either encoding; the effective spec is 'hybridctl spec effective')")
 	return cmd
 }

@@ -27,20 +27,24 @@ type specFlags struct {
 	// optional: no default file (csr approve works without a spec).
 	optional bool
 	flag     *pflag.Flag
-	// problemsJSON, when set, receives an invalid spec's problems as
-	// {"problems":[{file,line,path,severity,message,check}]} instead of the
-	// text lines (plan -o json).
-	problemsJSON io.Writer
+	// problemsOut, when set, receives an invalid spec's problems as
+	// {"problems":[{check,name,file,line,path,severity,message}]} in
+	// problemsFormat (json or yaml) instead of the text lines (plan -o
+	// json, -o yaml).
+	problemsOut    io.Writer
+	problemsFormat string
 }
 
-// problem is one entry of plan -o json's problems.
+// problem is one entry of plan -o json's problems: the shape of the
+// plan's warnings (plan.Warning).
 type problem struct {
+	Check    string `json:"check"`
+	Name     string `json:"name"`
 	File     string `json:"file"`
 	Line     int    `json:"line"`
 	Path     string `json:"path"`
 	Severity string `json:"severity"`
 	Message  string `json:"message"`
-	Check    string `json:"check"`
 }
 
 func (f *specFlags) add(cmd *cobra.Command) {
@@ -83,7 +87,7 @@ func (f *specFlags) load(ctx context.Context, in io.Reader, errOut io.Writer) (*
 			return nil, Incomplete(err)
 		}
 	}
-	if r.Err() != nil && f.problemsJSON != nil {
+	if r.Err() != nil && f.problemsOut != nil {
 		out := struct {
 			Problems []problem `json:"problems"`
 		}{Problems: []problem{}}
@@ -92,9 +96,9 @@ func (f *specFlags) load(ctx context.Context, in io.Reader, errOut io.Writer) (*
 			if file == "" {
 				file = r.File
 			}
-			out.Problems = append(out.Problems, problem{File: file, Line: d.Line, Path: d.Path, Severity: string(d.Severity), Message: d.Message, Check: d.Rule})
+			out.Problems = append(out.Problems, problem{Check: d.Rule, Name: d.Name, File: file, Line: d.Line, Path: d.Path, Severity: string(d.Severity), Message: d.Message})
 		}
-		if err := writeJSON(f.problemsJSON, out); err != nil {
+		if err := encodeAs(f.problemsOut, f.problemsFormat, out); err != nil {
 			return nil, Incomplete(err)
 		}
 		return nil, &ExitError{Code: ExitProblem, Err: r.Err(), Silent: true}

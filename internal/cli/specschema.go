@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
 
 	"github.com/hybridctl/hybridctl/internal/spec"
 )
@@ -41,5 +44,40 @@ The schema checks each field on its own; 'hybridctl plan' checks everything
 			return nil
 		},
 	})
+	cmd.AddCommand(newSpecEffectiveCmd(s))
+	return cmd
+}
+
+// newSpecEffectiveCmd is `hybridctl spec effective`: the spec as hybridctl
+// reads it, every default filled in.
+func newSpecEffectiveCmd(s Streams) *cobra.Command {
+	var sf specFlags
+	cmd := &cobra.Command{
+		Use:   "effective -f cluster.yaml",
+		Short: "Print the effective spec: the cluster spec with every default filled in",
+		Long: `Print the cluster spec as every command reads it: validated, with every
+default filled in (versions, networks, ports, SSH users, the check
+workloads' image), as YAML. It is itself a valid spec that plans the same as
+the original. An invalid spec prints its problems instead, as plan does.
+
+Exit codes: 0 printed; 1 the spec is invalid; 2 usage error; 3 the file
+could not be read.`,
+		Example: `  # what a field defaults to
+  hybridctl spec effective -f cluster.yaml | grep -A3 checkWorkloads`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := sf.load(cmd.Context(), s.In, s.Err)
+			if err != nil {
+				return err
+			}
+			enc := yaml.NewEncoder(s.Out)
+			enc.SetIndent(2)
+			if err := enc.Encode(r.Cluster); err != nil {
+				return Incomplete(fmt.Errorf("writing the effective spec: %w", err))
+			}
+			return enc.Close()
+		},
+	}
+	sf.add(cmd)
 	return cmd
 }

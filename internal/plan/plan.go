@@ -271,19 +271,40 @@ func calicoWindowsWarnings(s spec.ClusterSpec) []Warning {
 			continue
 		}
 		seen[rel.Build] = true
-		out = append(out, Warning{Check: "P004 calico-windows-version", Path: fmt.Sprintf("spec.nodes[%d].windows.build", i),
-			Message: fmt.Sprintf("%s (%s, node %s) is not among the Windows versions Calico for Windows lists as supported (%s); check the release notes of Calico %s for it, then add %q to spec.calico.checkedWindowsBuilds, or run Windows Server 2022 nodes",
-				rel.Name, rel.Build, n.Name, spec.CalicoWindowsRequirements, s.Calico.Version, rel.Build)})
+		out = append(out, warning("P004", "calico-windows-version", fmt.Sprintf("spec.nodes[%d].windows.build", i),
+			fmt.Sprintf("%s (%s, node %s) is not among the Windows versions Calico for Windows lists as supported (%s); check the release notes of Calico %s for it, then add %q to spec.calico.checkedWindowsBuilds, or run Windows Server 2022 nodes",
+				rel.Name, rel.Build, n.Name, spec.CalicoWindowsRequirements, s.Calico.Version, rel.Build)))
 	}
 	return out
 }
 
-// Warning is a spec warning carried into the plan.
+// Warning is a spec warning carried into the plan. It has the shape of an
+// invalid spec's problems (plan -o json): check ID and name apart, the
+// file and line, the field path, the severity.
 type Warning struct {
-	Check   string `json:"check"`
-	Path    string `json:"path"`
-	Line    int    `json:"line,omitempty"`
-	Message string `json:"message"`
+	Check    string `json:"check"`
+	Name     string `json:"name"`
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Path     string `json:"path"`
+	Severity string `json:"severity"`
+	Message  string `json:"message"`
+}
+
+// warning is a plan's own warning; its file and line are filled by
+// LocateWarnings.
+func warning(check, name, path, msg string) Warning {
+	return Warning{Check: check, Name: name, Path: path, Severity: "warning", Message: msg}
+}
+
+// LocateWarnings gives the plan's own warnings (those that do not come
+// from the spec's diagnostics) the spec's file and the line of their path.
+func (p *Plan) LocateWarnings(file string, line func(path string) int) {
+	for i := range p.Warnings {
+		if w := &p.Warnings[i]; w.File == "" {
+			w.File, w.Line = file, line(w.Path)
+		}
+	}
 }
 
 // Derive computes the plan of a valid, defaulted cluster spec. warnings are
@@ -374,8 +395,8 @@ func Derive(c *spec.Cluster, warnings spec.Diagnostics) (*Plan, error) {
 	pause, known := PauseVersion(p.KubernetesMinor)
 	p.SandboxImage = p.Image("registry.k8s.io/pause:" + pause)
 	if !known {
-		p.Warnings = append(p.Warnings, Warning{Check: "P001 sandbox-image", Path: "spec.kubernetesVersion",
-			Message: fmt.Sprintf("hybridctl does not know which pause image kubeadm %s names; using %s (check: kubeadm config images list --kubernetes-version %s)", p.KubernetesMinor, p.SandboxImage, s.KubernetesVersion)})
+		p.Warnings = append(p.Warnings, warning("P001", "sandbox-image", "spec.kubernetesVersion",
+			fmt.Sprintf("hybridctl does not know which pause image kubeadm %s names; using %s (check: kubeadm config images list --kubernetes-version %s)", p.KubernetesMinor, p.SandboxImage, s.KubernetesVersion)))
 	}
 	if hasWindows {
 		p.KubeProxy.WindowsMode = "kernelspace"
@@ -432,18 +453,18 @@ func Derive(c *spec.Cluster, warnings spec.Diagnostics) (*Plan, error) {
 	p.CheckWorkloads = CheckWorkloads{Image: p.Image(s.CheckWorkloads.Image), ImagePullSecret: s.CheckWorkloads.ImagePullSecret}
 	p.Images = imagesOf(p, hasWindows)
 	if _, _, ok := kubeadmVersions(p.KubernetesMinor); !ok {
-		p.Warnings = append(p.Warnings, Warning{Check: "P002 kubeadm-images", Path: "spec.kubernetesVersion",
-			Message: fmt.Sprintf("hybridctl does not know the etcd and CoreDNS tags kubeadm %s names; the image list assumes those of the newest known minor (check: kubeadm config images list --kubernetes-version %s)", p.KubernetesMinor, s.KubernetesVersion)})
+		p.Warnings = append(p.Warnings, warning("P002", "kubeadm-images", "spec.kubernetesVersion",
+			fmt.Sprintf("hybridctl does not know the etcd and CoreDNS tags kubeadm %s names; the image list assumes those of the newest known minor (check: kubeadm config images list --kubernetes-version %s)", p.KubernetesMinor, s.KubernetesVersion)))
 	}
 	if p.Registry != nil {
-		p.Warnings = append(p.Warnings, Warning{Check: "P003 operator-image", Path: "spec.images.registry",
-			Message: fmt.Sprintf("mirror the Tigera operator too: the image Calico %s's tigera-operator.yaml names, as %s/tigera/operator:TAG, and point the image in tigera-operator.yaml at it (apply does not rewrite it yet)", p.Calico.Version, p.Registry.Prefix)})
+		p.Warnings = append(p.Warnings, warning("P003", "operator-image", "spec.images.registry",
+			fmt.Sprintf("mirror the Tigera operator too: the image Calico %s's tigera-operator.yaml names, as %s/tigera/operator:TAG, and point the image in tigera-operator.yaml at it (apply does not rewrite it yet)", p.Calico.Version, p.Registry.Prefix)))
 	}
 	p.Warnings = append(p.Warnings, calicoWindowsWarnings(s)...)
 	p.Ports = portsOf(hasWindows, port, s.Calico)
 	p.DNSRecords = dnsRecordsOf(p, host)
 	for _, w := range warnings.Warnings() {
-		p.Warnings = append(p.Warnings, Warning{Check: w.Rule + " " + w.Name, Path: w.Path, Line: w.Line, Message: w.Message})
+		p.Warnings = append(p.Warnings, Warning{Check: w.Rule, Name: w.Name, File: w.File, Line: w.Line, Path: w.Path, Severity: string(w.Severity), Message: w.Message})
 	}
 	if err := p.CheckURLs(); err != nil {
 		return nil, err

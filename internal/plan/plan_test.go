@@ -269,7 +269,7 @@ func TestTwoBuildsTwoRuntimeClasses(t *testing.T) {
 	expectInt(t, "maxPods with /27", p.Nodes[2].MaxPods, 28)
 	// Calico does not list 2025: one warning, on the first node of that
 	// build; none for 2022.
-	if len(p.Warnings) != 2 || p.Warnings[0].Check != "P004 calico-windows-version" || p.Warnings[0].Path != "spec.nodes[3].windows.build" ||
+	if len(p.Warnings) != 2 || p.Warnings[0].Check != "P004" || p.Warnings[0].Name != "calico-windows-version" || p.Warnings[0].Path != "spec.nodes[3].windows.build" ||
 		!strings.Contains(p.Warnings[0].Message, "Windows Server 2025 (10.0.26100, node win2025-a)") || !strings.Contains(p.Warnings[0].Message, spec.CalicoWindowsRequirements) ||
 		!strings.Contains(p.Warnings[1].Check, "S403") {
 		t.Errorf("warnings = %+v, want Calico's 2025 warning and the one-Linux-worker warning", p.Warnings)
@@ -430,7 +430,7 @@ func expectNoWarning(t *testing.T, p *Plan, checks ...string) {
 	t.Helper()
 	for _, w := range p.Warnings {
 		for _, c := range checks {
-			if strings.HasPrefix(w.Check, c+" ") {
+			if w.Check == c {
 				t.Errorf("warning %s: %s", w.Check, w.Message)
 			}
 		}

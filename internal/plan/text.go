@@ -142,7 +142,7 @@ func (p *Plan) WriteTextColor(w io.Writer, pal termcolor.Palette) error {
 		ew.printf("\n%s\n", pal.Severity("warning", "WARNINGS"))
 	}
 	for _, wn := range p.Warnings {
-		ew.printf("- %s: %s [%s]\n", e(wn.Path), e(wn.Message), pal.Severity("warning", wn.Check))
+		ew.printf("- %s: %s [%s]\n", e(wn.Path), e(wn.Message), pal.Severity("warning", wn.Check+" "+wn.Name))
 	}
 
 	ew.printf("\nTOPOLOGY\n%s", termtext.Text(p.Diagram()))
