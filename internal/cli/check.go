@@ -78,8 +78,9 @@ ready, the run was interrupted) is reported as not run.
 The probe image defaults to Kubernetes' agnhost, which runs on Linux and
 Windows (--probe-kit agnhost: netexec serves, connect probes). With -f, the
 spec's checkWorkloads.image (under its images.registry) and dnsDomain apply.
-Probes whose image cannot be pulled (ErrImagePull, ImagePullBackOff) end
-the wait at once, naming each probe's node and image. Another image needs the matching
+Probes whose image cannot be pulled for good (ImagePullBackOff, or
+ErrImagePull still after 30 s) end the wait, naming each probe's node and
+image. Another image needs the matching
 --probe-kit: "hello" is the lab's hello (serve on :8080, get URL).
 
 Exit codes: 0 every test that ran passed; 1 a test failed; 2 usage error;

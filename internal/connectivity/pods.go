@@ -99,8 +99,8 @@ func (r *Runner) readPods(ctx context.Context, p *Plan, st *state) (int, error) 
 			s.Ready, s.Status = podState(pod)
 		}
 		delete(st.pullFailed, pr.Name)
-		if pod != nil && !s.Ready {
-			if f := pullFailure(pod); f != "" {
+		if pod != nil {
+			if f := pullFailure(pod, st.pulls, time.Now()); f != "" && !s.Ready {
 				st.pullFailed[pr.Name] = fmt.Sprintf("probe pod %s on node %s %s", pr.Name, pr.Node, f)
 			}
 		}
@@ -156,25 +156,31 @@ func podState(pod *corev1.Pod) (bool, string) {
 	return false, string(pod.Status.Phase) + " on " + pod.Spec.NodeName
 }
 
-// pullFailure says which image a pod's container cannot pull and why, or
-// "" when every container can.
-func pullFailure(pod *corev1.Pod) string {
+// pullFailure says which image a pod's container cannot pull for good and
+// why, or "" when no pull is known to fail for good. Every container's
+// state at now is recorded in watch.
+func pullFailure(pod *corev1.Pod, watch *snapshot.PullWatch, now time.Time) string {
+	msg := ""
 	for _, cs := range pod.Status.ContainerStatuses {
-		if w := cs.State.Waiting; w != nil && snapshot.IsImagePullFailure(w.Reason) {
+		reason := ""
+		if w := cs.State.Waiting; w != nil {
+			reason = w.Reason
+		}
+		if watch.Lasting(string(pod.UID)+"/"+cs.Name, reason, now) && msg == "" {
+			w := cs.State.Waiting
 			image := cs.Image
 			for _, c := range pod.Spec.Containers {
 				if image == "" && c.Name == cs.Name {
 					image = c.Image
 				}
 			}
-			msg := fmt.Sprintf("cannot pull %s (container %s): %s", image, cs.Name, w.Reason)
+			msg = fmt.Sprintf("cannot pull %s (container %s): %s", image, cs.Name, w.Reason)
 			if w.Message != "" {
 				msg += ": " + firstLine(w.Message)
 			}
-			return msg
 		}
 	}
-	return ""
+	return msg
 }
 
 func firstLine(s string) string {

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
+	"github.com/hybridctl/hybridctl/internal/snapshot"
 )
 
 // Runner runs a plan against a cluster.
@@ -41,6 +42,10 @@ type Runner struct {
 	Progress io.Writer
 	// Poll is the interval of the readiness and deletion checks.
 	Poll time.Duration
+	// PullGrace is how long a probe's first ErrImagePull is given to
+	// clear before the wait ends on it (0: snapshot.DefaultPullGrace);
+	// ImagePullBackOff ends it at once (snapshot.PullWatch).
+	PullGrace time.Duration
 }
 
 func (r *Runner) progress(format string, a ...any) {
@@ -68,8 +73,10 @@ type state struct {
 	services   map[string]*corev1.Service
 	pods       []*corev1.Pod
 	status     map[string]ProbeStatus
-	// pullFailed says, by probe, why its image cannot be pulled.
+	// pullFailed says, by probe, why its image cannot be pulled, once the
+	// failure lasts (pulls).
 	pullFailed map[string]string
+	pulls      *snapshot.PullWatch
 }
 
 // Run creates the plan's namespaces, ServiceAccounts, Services and probe
@@ -100,7 +107,8 @@ func (r *Runner) Run(ctx context.Context, p *Plan) (*Report, error) {
 		}
 		rep.Tests = append(rep.Tests, o)
 	}
-	st := &state{services: map[string]*corev1.Service{}, status: map[string]ProbeStatus{}, pullFailed: map[string]string{}}
+	st := &state{services: map[string]*corev1.Service{}, status: map[string]ProbeStatus{}, pullFailed: map[string]string{},
+		pulls: &snapshot.PullWatch{Grace: r.PullGrace}}
 	var errs []error
 	runnable := slices.ContainsFunc(p.Actions, func(a Action) bool { return a.Skip == "" })
 	if runnable {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
+	"time"
 )
 
 // Toleration is a pod toleration.
@@ -351,6 +352,50 @@ func ImagePullReasons() []string {
 // IsImagePullFailure reports whether a waiting reason is one of
 // ImagePullReasons.
 func IsImagePullFailure(reason string) bool { return slices.Contains(ImagePullReasons(), reason) }
+
+// DefaultPullGrace is how long a container may wait in ErrImagePull before
+// the failure is taken as lasting (PullWatch). The kubelet reports
+// ErrImagePull on the first failed pull, which a registry's brief refusal
+// or a slow mirror also gives, and ImagePullBackOff once a retry failed too.
+const DefaultPullGrace = 30 * time.Second
+
+// PullWatch tells a lasting image pull failure from a first one, over
+// successive looks at the same pods. A container fails for good when it
+// waits in ImagePullBackOff (the kubelet failed again and backs off), in
+// InvalidImageName or ErrImageNeverPull (no retry can help), or in
+// ErrImagePull seen again at least Grace after it was first seen. The zero
+// value uses DefaultPullGrace.
+type PullWatch struct {
+	Grace time.Duration
+	first map[string]time.Time
+}
+
+// Lasting records that the container key (a pod's UID or name and the
+// container's name) waits with reason at now, and reports whether its
+// image pull fails for good. A reason that is not a pull failure forgets
+// the container.
+func (w *PullWatch) Lasting(key, reason string, now time.Time) bool {
+	if !IsImagePullFailure(reason) {
+		delete(w.first, key)
+		return false
+	}
+	if reason != "ErrImagePull" {
+		return true
+	}
+	if w.first == nil {
+		w.first = map[string]time.Time{}
+	}
+	t0, seen := w.first[key]
+	if !seen {
+		w.first[key] = now
+		return false
+	}
+	grace := w.Grace
+	if grace <= 0 {
+		grace = DefaultPullGrace
+	}
+	return now.Sub(t0) >= grace
+}
 
 // PullFailure is a container that cannot pull its image.
 type PullFailure struct {

@@ -16,11 +16,15 @@ import (
 )
 
 // checkWorkloadsPhase applies the check workloads and waits until each
-// Deployment has rolled out; a pod that cannot pull its image fails the
-// phase at once, naming the pod, its node and the image.
+// Deployment has rolled out; a pod whose image pull fails for good
+// (snapshot.PullWatch: ImagePullBackOff, or ErrImagePull still after
+// pullGrace) fails the phase then, naming the pod, its node and the image.
 type checkWorkloadsPhase struct {
 	*manifestPhase
 	timeout, poll time.Duration
+	// pullGrace is how long a first ErrImagePull is given to clear
+	// (0: snapshot.DefaultPullGrace).
+	pullGrace time.Duration
 }
 
 func (p *checkWorkloadsPhase) DryRun(ctx context.Context, h engine.Host) ([]string, error) {
@@ -33,7 +37,7 @@ func (p *checkWorkloadsPhase) DryRun(ctx context.Context, h engine.Host) ([]stri
 		return nil, err
 	}
 	for _, d := range deps {
-		lines = append(lines, fmt.Sprintf("kubectl -n %s rollout status deployment %s --timeout=%s (a pod that cannot pull its image fails at once)", d.Namespace, d.Name, p.timeout))
+		lines = append(lines, fmt.Sprintf("kubectl -n %s rollout status deployment %s --timeout=%s (a pod that cannot pull its image fails it: ImagePullBackOff, or ErrImagePull for %s)", d.Namespace, d.Name, p.timeout, p.grace()))
 	}
 	return lines, nil
 }
@@ -74,12 +78,13 @@ func (p *checkWorkloadsPhase) Run(ctx context.Context, h engine.Host) error {
 		name := want.Namespace + "/" + want.Name
 		selector := metav1.FormatLabelSelector(want.Spec.Selector)
 		var pullErr error
+		watch := &snapshot.PullWatch{Grace: p.grace()}
 		state, err := waitUntil(ctx, p.timeout, p.poll, func(ctx context.Context) (bool, string) {
 			pods, err := cs.CoreV1().Pods(want.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 			if err != nil {
 				return false, err.Error()
 			}
-			if f := firstPullFailure(pods.Items); f != "" {
+			if f := firstPullFailure(pods.Items, watch, time.Now()); f != "" {
 				pullErr = fmt.Errorf("check workload %s: %s: the image must exist for the node's OS, Windows build and architecture and be reachable from the node (spec.checkWorkloads.image; a private one needs spec.checkWorkloads.imagePullSecret and that Secret in namespace %s)", name, f, want.Namespace)
 				return true, ""
 			}
@@ -101,27 +106,39 @@ func (p *checkWorkloadsPhase) Run(ctx context.Context, h engine.Host) error {
 	return nil
 }
 
+func (p *checkWorkloadsPhase) grace() time.Duration {
+	if p.pullGrace > 0 {
+		return p.pullGrace
+	}
+	return snapshot.DefaultPullGrace
+}
+
 // firstPullFailure says which pod cannot pull which image, on which node
-// and why, or "" when none is known to fail.
-func firstPullFailure(pods []corev1.Pod) string {
+// and why, or "" when none is known to fail for good. Every container's
+// state at now is recorded in watch.
+func firstPullFailure(pods []corev1.Pod, watch *snapshot.PullWatch, now time.Time) string {
+	msg := ""
 	for _, pod := range pods {
 		for _, cs := range pod.Status.ContainerStatuses {
-			w := cs.State.Waiting
-			if w == nil || !snapshot.IsImagePullFailure(w.Reason) {
+			reason := ""
+			if w := cs.State.Waiting; w != nil {
+				reason = w.Reason
+			}
+			if !watch.Lasting(string(pod.UID)+"/"+pod.Name+"/"+cs.Name, reason, now) || msg != "" {
 				continue
 			}
+			w := cs.State.Waiting
 			image := cs.Image
 			for _, c := range pod.Spec.Containers {
 				if image == "" && c.Name == cs.Name {
 					image = c.Image
 				}
 			}
-			msg := fmt.Sprintf("pod %s on node %s cannot pull %s (container %s): %s", pod.Name, pod.Spec.NodeName, image, cs.Name, w.Reason)
+			msg = fmt.Sprintf("pod %s on node %s cannot pull %s (container %s): %s", pod.Name, pod.Spec.NodeName, image, cs.Name, w.Reason)
 			if m, _, _ := strings.Cut(strings.TrimSpace(w.Message), "\n"); m != "" {
 				msg += ": " + m
 			}
-			return msg
 		}
 	}
-	return ""
+	return msg
 }

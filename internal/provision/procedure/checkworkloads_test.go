@@ -19,8 +19,9 @@ import (
 // TestCheckWorkloadsPhase against a real kube-apiserver, with the
 // kubelet's and the deployment controller's status written here: without
 // pods the phase times out naming the Deployment and what is left; a pod
-// that cannot pull its image fails it at once, naming the pod, node and
-// image; rolled-out Deployments end it.
+// whose pull fails for good (ErrImagePull still after the grace period,
+// ImagePullBackOff at once) fails it, naming the pod, node and image; a
+// first ErrImagePull that clears does not; rolled-out Deployments end it.
 func TestCheckWorkloadsPhase(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs the test control plane (skipped under -short)")
@@ -69,21 +70,70 @@ func TestCheckWorkloadsPhase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "hello", Image: spec.DefaultCheckWorkloadImage,
-		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "failed to pull and unpack image: 403 Forbidden\nmore"}}}}
-	if _, err := cs.CoreV1().Pods("demo").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
+	waiting := func(reason, msg string) {
+		t.Helper()
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "hello", Image: spec.DefaultCheckWorkloadImage,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}}
+		if pod, err = cs.CoreV1().Pods("demo").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	p.timeout = 2 * time.Minute
+	// The kubelet's first ErrImagePull is given the grace period; seen
+	// again at its end it fails the phase, naming pod, node and image.
+	waiting("ErrImagePull", "failed to pull and unpack image: 403 Forbidden\nmore")
+	p.timeout, p.pullGrace = 2*time.Minute, 1500*time.Millisecond
 	began := time.Now()
 	err = p.Run(ctx, engine.ClusterHost())
+	took := time.Since(began)
 	want := "check workload demo/hello: pod hello-7d9c-a on node k8s-lab-node-1 cannot pull " + spec.DefaultCheckWorkloadImage + " (container hello): ErrImagePull: failed to pull and unpack image: 403 Forbidden: "
 	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "spec.checkWorkloads.imagePullSecret") {
-		t.Fatalf("a pull failure:\n got  %v\n want %s...", err, want)
+		t.Fatalf("a lasting ErrImagePull:\n got  %v\n want %s...", err, want)
+	}
+	if took < p.pullGrace || took > 30*time.Second {
+		t.Errorf("a lasting ErrImagePull ended the wait after %s: want the grace period (%s), then at once", took, p.pullGrace)
+	}
+
+	// The kubelet's back-off: the pull failed again, no grace.
+	waiting("ImagePullBackOff", `Back-off pulling image "`+spec.DefaultCheckWorkloadImage+`"`)
+	p.pullGrace = time.Hour
+	began = time.Now()
+	err = p.Run(ctx, engine.ClusterHost())
+	if err == nil || !strings.Contains(err.Error(), "(container hello): ImagePullBackOff: Back-off pulling image") {
+		t.Fatalf("ImagePullBackOff: %v", err)
 	}
 	if took := time.Since(began); took > 30*time.Second {
-		t.Errorf("took %s: a pull failure ends the wait at once", took)
+		t.Errorf("ImagePullBackOff ended the wait after %s: want at once", took)
 	}
+
+	// A first ErrImagePull that clears (a registry's brief refusal): the
+	// pod starts, the Deployment rolls out, the phase succeeds.
+	waiting("ErrImagePull", "failed to pull and unpack image: 503 Service Unavailable")
+	cleared := make(chan error, 1)
+	go func() {
+		time.Sleep(time.Second)
+		pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}
+		pod.Status.ContainerStatuses[0].Ready = true
+		if _, err := cs.CoreV1().Pods("demo").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			cleared <- err
+			return
+		}
+		dep, err := cs.AppsV1().Deployments("demo").Get(ctx, "hello", metav1.GetOptions{})
+		if err != nil {
+			cleared <- err
+			return
+		}
+		dep.Status.ObservedGeneration = dep.Generation
+		dep.Status.Replicas, dep.Status.UpdatedReplicas, dep.Status.ReadyReplicas, dep.Status.AvailableReplicas = 2, 2, 2, 2
+		_, err = cs.AppsV1().Deployments("demo").UpdateStatus(ctx, dep, metav1.UpdateOptions{})
+		cleared <- err
+	}()
+	if err := p.Run(ctx, engine.ClusterHost()); err != nil {
+		t.Fatalf("an ErrImagePull that clears within the grace period: %v", err)
+	}
+	if err := <-cleared; err != nil {
+		t.Fatal(err)
+	}
+	p.pullGrace = 0
 
 	// Rolled out: the pod gone, hello's status as the controller writes it.
 	if err := cs.CoreV1().Pods("demo").Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}); err != nil {
