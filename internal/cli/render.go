@@ -137,6 +137,8 @@ func runRender(cmd *cobra.Command, s Streams, f *renderFlags) error {
 		}
 		f.opts.Manifests = m
 	}
+	// The runbook's commands that render again name this directory.
+	f.opts.OutputDir = f.out
 	if err := render.Check(p, f.opts); err != nil {
 		return Problem(err)
 	}

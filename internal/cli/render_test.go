@@ -21,6 +21,10 @@ func TestRenderCommand(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "cluster", "kubeadm-config.yaml")); err != nil {
 		t.Fatal(err)
 	}
+	// The runbook's command that renders again names this directory.
+	if rb, err := os.ReadFile(filepath.Join(out, "runbook.md")); err != nil || !strings.Contains(string(rb), "--output-dir "+out+" --force --token-file -") || strings.Contains(string(rb), "THIS_DIR") {
+		t.Errorf("runbook.md does not name %s (%v)", out, err)
+	}
 	// Again without --force: usage error, nothing changed.
 	if r := run(t, "", "render", "-f", lab, "-o", out); r.code != 2 || !strings.Contains(r.stderr, "--force") {
 		t.Fatalf("non-empty DIR: exit %d\n%s", r.code, r.stderr)
@@ -42,8 +46,13 @@ func TestRenderCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := run(t, string(b), "render", "-f", "-", "-o", filepath.Join(dir, "stdin")); r.code != 0 {
+	// A directory name with a space is quoted in the runbook.
+	spaced := filepath.Join(dir, "from stdin")
+	if r := run(t, string(b), "render", "-f", "-", "-o", spaced); r.code != 0 {
 		t.Fatalf("stdin: exit %d\n%s", r.code, r.stderr)
+	}
+	if rb, err := os.ReadFile(filepath.Join(spaced, "runbook.md")); err != nil || !strings.Contains(string(rb), "--output-dir '"+spaced+"' --force") {
+		t.Errorf("runbook.md does not name %q quoted (%v)", spaced, err)
 	}
 
 	for _, c := range []struct {

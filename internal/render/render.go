@@ -66,6 +66,10 @@ type Options struct {
 	// CSRApproverSpec is the cluster spec the in-cluster approver checks
 	// addresses against (shipped in a ConfigMap); empty: none.
 	CSRApproverSpec []byte
+	// OutputDir is the directory the files are written to, as the user
+	// named it (render --output-dir): the runbook's commands that render
+	// again name it. Empty: OUT.
+	OutputDir string
 }
 
 var caCertHashRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)

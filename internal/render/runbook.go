@@ -37,6 +37,8 @@ type runbookData struct {
 	Addons       []addonRef
 	FirstWindows plan.Node
 	CSRApprover  bool
+	// OutputDir is where render wrote the files (Options.OutputDir).
+	OutputDir string
 }
 
 type addonRef struct {
@@ -52,6 +54,10 @@ func (r *renderer) runbookData() runbookData {
 	d := runbookData{Plan: r.plan, HasToken: r.opts.Token != "" && r.opts.CACertHash != "", Local: r.opts.Manifests != nil, OperatorManifest: OperatorManifest}
 	d.HasCertificateKey = r.opts.CertificateKey != ""
 	d.CSRApprover = r.opts.CSRApproverImage != ""
+	d.OutputDir = r.opts.OutputDir
+	if d.OutputDir == "" {
+		d.OutputDir = "OUT"
+	}
 	d.ControlPlane, _ = firstControlPlane(r.plan)
 	for _, n := range r.plan.Nodes {
 		switch {

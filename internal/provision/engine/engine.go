@@ -241,7 +241,11 @@ func (e *Engine) summary(start time.Time) *Summary {
 	for _, st := range e.steps {
 		switch st.status {
 		case statusDone:
-			s.Done++
+			if e.opts.DryRun {
+				s.WouldRun++
+			} else {
+				s.Done++
+			}
 		case statusSkipped:
 			s.Skipped++
 		case statusFailed:

@@ -50,9 +50,11 @@ type Event struct {
 	Summary *Summary `json:"summary,omitempty"`
 }
 
-// Summary counts the steps of a run by outcome.
+// Summary counts the steps of a run by outcome. A dry run does nothing:
+// the steps it shows count as WouldRun, never as Done.
 type Summary struct {
 	Done      int   `json:"done"`
+	WouldRun  int   `json:"wouldRun"`
 	Skipped   int   `json:"skipped"`
 	Failed    int   `json:"failed"`
 	Blocked   int   `json:"blocked"`
@@ -134,7 +136,7 @@ func (r *TextReporter) Report(e Event) {
 		if s.DryRun {
 			// Nothing was done: the steps would run.
 			fmt.Fprintf(&b, "%sdry-run: %d would run, %d skipped, %d failed, %d blocked, %d not run in %s; nothing was changed\n",
-				stamp, s.Done, s.Skipped, s.Failed, s.Blocked, s.NotRun, roundDur(s.ElapsedMS))
+				stamp, s.WouldRun, s.Skipped, s.Failed, s.Blocked, s.NotRun, roundDur(s.ElapsedMS))
 			r.write(b.String())
 			return
 		}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -68,8 +69,14 @@ func TestSummaryCounts(t *testing.T) {
 
 	// A dry run counts what would run.
 	s, _ = summaryOf(t, context.Background(), labPhases(newRecorder()), hosts, Options{DryRun: true, Offline: true, Only: []string{"preflight"}})
-	if want := (Summary{Done: 4, Skipped: total - 4, DryRun: true}); s != want {
+	if want := (Summary{WouldRun: 4, Skipped: total - 4, DryRun: true}); s != want {
 		t.Errorf("dry run: %+v, want %+v", s, want)
+	}
+	// In JSON too: the steps of a dry run would run; none is done.
+	var buf bytes.Buffer
+	NewJSONReporter(&buf).Report(Event{Type: EventSummary, Summary: &s})
+	if out := buf.String(); !strings.Contains(out, `"summary":{"done":0,"wouldRun":4,"skipped":`) || !strings.Contains(out, `"dryRun":true`) {
+		t.Errorf("dry run in JSON: %s", out)
 	}
 }
 
@@ -91,7 +98,7 @@ func TestTextReporterFormat(t *testing.T) {
 		{Type: EventFail, Phase: "join", Host: "w", ElapsedMS: 1500, Error: "exit status 1", Output: "line 1\nline 2\n"},
 		{Type: EventDryRun, Phase: "join", Host: "w", Actions: []string{"kubeadm join", "write /etc/x:\n  a: 1\n"}},
 		{Type: EventSummary, SinceStartMS: 200_000, Summary: &Summary{Done: 5, Skipped: 4, Failed: 3, Blocked: 2, NotRun: 1, ElapsedMS: 200_000}},
-		{Type: EventSummary, SinceStartMS: 900, Summary: &Summary{Done: 6, Skipped: 1, ElapsedMS: 900, DryRun: true}},
+		{Type: EventSummary, SinceStartMS: 900, Summary: &Summary{WouldRun: 6, Skipped: 1, ElapsedMS: 900, DryRun: true}},
 	} {
 		r.Report(e)
 	}

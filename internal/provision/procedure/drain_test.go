@@ -261,3 +261,47 @@ func TestResetNodesDryRun(t *testing.T) {
 		t.Errorf("grace period 0: %q", got)
 	}
 }
+
+// TestResetDryRunScriptBlock: a dry run shows each node's reset script as
+// one block under one line, as it runs (one script, one session), never a
+// "run:" per line of it; in the text report its tabs are spaces.
+func TestResetDryRunScriptBlock(t *testing.T) {
+	p := &hostReset{title: "reset-workers"}
+	for _, h := range []engine.Host{{Name: "l", OS: engine.Linux}, {Name: "w", OS: engine.Windows}} {
+		acts, err := p.DryRun(context.Background(), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.OS == engine.Windows {
+			// One action, the script in the PowerShell wrapper as sent
+			// (TestResetWindowsOrder has the rest).
+			if len(acts) == 0 || !strings.Contains(acts[0], "kubeadm.exe") || !strings.Contains(acts[0], "net.d") {
+				t.Errorf("%s: first action %q, want the whole script", h.Name, acts)
+			}
+			continue
+		}
+		want := scriptBlock("run as one script:", script(h))
+		if len(acts) == 0 || acts[0] != want {
+			t.Fatalf("%s: first action %q, want the script as one block", h.Name, acts)
+		}
+		for _, a := range acts[1:] {
+			if strings.Contains(a, "\n") {
+				t.Errorf("%s: a second multi-line action %q", h.Name, a)
+			}
+		}
+		var buf strings.Builder
+		engine.NewTextReporter(&buf, nil, []engine.Host{h}).Report(engine.Event{Type: engine.EventDryRun, Phase: "reset-workers", Host: h.Name, Actions: acts})
+		out := buf.String()
+		if n := strings.Count(out, "run as one script:"); n != 1 || strings.Count(out, "run: ") > 1 || strings.Contains(out, `\t`) {
+			t.Errorf("%s: text report:\n%s", h.Name, out)
+		}
+		for _, l := range strings.Split(script(h), "\n") {
+			if !strings.Contains(out, "    "+strings.ReplaceAll(l, "\t", "    ")+"\n") {
+				t.Errorf("%s: line %q of the script is not in the block:\n%s", h.Name, l, out)
+			}
+		}
+	}
+	if got := scriptBlock("t:", "a\n\tb"); got != "t:\n  a\n      b" {
+		t.Errorf("scriptBlock: %q", got)
+	}
+}

@@ -176,7 +176,7 @@ func TestApplyDryRunOffline(t *testing.T) {
 		t.Errorf("phases given to the reporter:\n%q\nwant\n%q", ev.phases, want)
 	}
 	dry := ev.of(engine.EventDryRun)
-	if !sum.DryRun || sum.Done != len(dry) || sum.Done < 20 || sum.Failed+sum.Blocked+sum.NotRun != 0 {
+	if !sum.DryRun || sum.WouldRun != len(dry) || sum.WouldRun < 20 || sum.Done+sum.Failed+sum.Blocked+sum.NotRun != 0 {
 		t.Errorf("summary %+v for %d dry-run steps", sum, len(dry))
 	}
 	if got := ev.of(engine.EventSummary); len(got) != 1 || *got[0].Summary != sum {

@@ -130,22 +130,31 @@ func script(h engine.Host) string {
 	return linuxResetScript
 }
 
+// DryRun shows the reset script as one action: it runs as one script in
+// one session, not line by line (on Linux as one block of lines).
 func (p *hostReset) DryRun(_ context.Context, h engine.Host) ([]string, error) {
-	out := []string{}
 	if h.OS == engine.Windows {
 		// As the transport sends them: each script in the wrapper, as
 		// -EncodedCommand or, when too long for cmd.exe, as a file.
-		out = append(out, transport.DescribeWindowsRun(windowsResetScript, strings.ReplaceAll(windowsResetScript, "\n", "; ")),
-			"read the boot id; "+transport.DescribeWindowsRun(windowsResetDetach(), "start scheduled task "+windowsResetTask+" (SYSTEM, detached): "+
+		return []string{transport.DescribeWindowsRun(windowsResetScript, strings.ReplaceAll(windowsResetScript, "\n", "; ")),
+			"read the boot id; " + transport.DescribeWindowsRun(windowsResetDetach(), "start scheduled task "+windowsResetTask+" (SYSTEM, detached): "+
 				strings.ReplaceAll(strings.TrimPrefix(windowsResetFinal, "$ErrorActionPreference = 'Continue'\n"), "\n", "; ")),
 			"wait until the node is back (new boot id)",
-			transport.DescribeWindowsRun(windowsResetUnregister, windowsResetUnregister))
-		return out, nil
+			transport.DescribeWindowsRun(windowsResetUnregister, windowsResetUnregister)}, nil
 	}
-	for _, l := range strings.Split(script(h), "\n") {
-		out = append(out, "run: "+l)
+	return []string{scriptBlock("run as one script:", script(h))}, nil
+}
+
+// scriptBlock is title followed by the lines of script, each indented by
+// two spaces (a tab as four: a dry run's lines are escaped, tabs too).
+func scriptBlock(title, script string) string {
+	var b strings.Builder
+	b.WriteString(title)
+	for _, l := range strings.Split(script, "\n") {
+		b.WriteString("\n  ")
+		b.WriteString(strings.ReplaceAll(l, "\t", "    "))
 	}
-	return out, nil
+	return b.String()
 }
 
 // ShouldRun skips a node that has nothing left to reset.
