@@ -404,6 +404,12 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 			seen[key] = k.Line
 			ft, ok := fields[key]
 			if !ok {
+				if homes := fieldHomes(reflect.TypeOf(Cluster{}), key, 3); len(homes) > 0 {
+					// Known elsewhere: most often a block indented under
+					// the wrong parent.
+					w.errorf(k, fp, false, "field %s is not known under %s; it belongs under %s%s", key, pathName(path), strings.Join(homes, " or "), closeField(key, fields))
+					continue
+				}
 				w.errorf(k, fp, false, "unknown field %q%s", key, suggestField(key, fields))
 				continue
 			}
@@ -474,6 +480,66 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 		m[name] = f.Type
 	}
 	return m
+}
+
+// fieldHomes names, shallowest first and at most max of them, the places in
+// the document of type root where key is a field: "spec", "spec.nodes[]"
+// (any item of the list), "the top level".
+func fieldHomes(root reflect.Type, key string, max int) []string {
+	type place struct {
+		t    reflect.Type
+		path string
+	}
+	var homes []string
+	seen := map[reflect.Type]bool{}
+	level := []place{{root, ""}}
+	for len(level) > 0 && len(homes) < max {
+		var next []place
+		for _, p := range level {
+			t := p.t
+			for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+				if t.Kind() == reflect.Slice {
+					p.path += "[]"
+				}
+				t = t.Elem()
+			}
+			if t.Kind() != reflect.Struct || seen[t] {
+				continue
+			}
+			seen[t] = true
+			fields := yamlFields(t)
+			if _, ok := fields[key]; ok && len(homes) < max {
+				homes = append(homes, pathName(p.path))
+			}
+			names := make([]string, 0, len(fields))
+			for name := range fields {
+				names = append(names, name)
+			}
+			sortStrings(names)
+			for _, name := range names {
+				next = append(next, place{fields[name], join(p.path, name)})
+			}
+		}
+		level = next
+	}
+	return homes
+}
+
+// pathName is a path of the document in words: the root is "the top level".
+func pathName(path string) string {
+	if path == "" {
+		return "the top level"
+	}
+	return path
+}
+
+// closeField is "; or did you mean NAME?" for a known field of fields close
+// to key, or "".
+func closeField(key string, fields map[string]reflect.Type) string {
+	if s := suggestField(key, fields); strings.HasPrefix(s, "; did you mean ") {
+		return "; or did you mean " + strings.TrimPrefix(s, "; did you mean ")
+	}
+	return ""
 }
 
 // suggestField proposes the known field closest to a misspelled one.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -247,6 +248,48 @@ func TestSuggestion(t *testing.T) {
 		}
 	}
 	t.Errorf("no diagnostic for podCidr:\n%s", diagText(r.Diagnostics))
+}
+
+// TestFieldUnderWrongParent: a block indented under the wrong parent says
+// where it belongs; a field known nowhere keeps the plain message and its
+// suggestion.
+func TestFieldUnderWrongParent(t *testing.T) {
+	base := mustRead(t, "testdata/base.yaml")
+	for _, c := range []struct {
+		name, old, new, path, want string
+	}{
+		{"block under calico", "    natOutgoing: true\n", "    natOutgoing: true\n    checkWorkloads:\n      image: registry.example.com/agnhost:2.57\n",
+			"spec.calico.checkWorkloads", "field checkWorkloads is not known under spec.calico; it belongs under spec"},
+		{"node field at spec", "  kubeProxy: {mode: nftables}\n", "  kubeProxy: {mode: nftables}\n  role: worker\n",
+			"spec.role", "field role is not known under spec; it belongs under spec.nodes[]"},
+		{"spec field at the top", "kind: Cluster\n", "kind: Cluster\nnodes: []\n",
+			"nodes", "field nodes is not known under the top level; it belongs under spec"},
+		{"known nowhere", "    natOutgoing: true\n", "    natOutgoing: true\n    natOutgoin: true\n",
+			"spec.calico.natOutgoin", `unknown field "natOutgoin"; did you mean "natOutgoing"?`},
+	} {
+		if !strings.Contains(base, c.old) {
+			t.Fatalf("%s: base.yaml has no %q", c.name, c.old)
+		}
+		r := Parse("x.yaml", []byte(strings.Replace(base, c.old, c.new, 1)))
+		found := false
+		for _, d := range r.Diagnostics {
+			if d.Path == c.path {
+				found = true
+				if d.Message != c.want {
+					t.Errorf("%s: %q, want %q", c.name, d.Message, c.want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no diagnostic at %s:\n%s", c.name, c.path, diagText(r.Diagnostics))
+		}
+	}
+	if got := fieldHomes(reflect.TypeOf(Cluster{}), "name", 2); len(got) != 2 || got[0] != "metadata" {
+		t.Errorf("homes of name: %q, want metadata first and at most 2", got)
+	}
+	if got := fieldHomes(reflect.TypeOf(Cluster{}), "nothere", 3); len(got) != 0 {
+		t.Errorf("homes of a field known nowhere: %q", got)
+	}
 }
 
 func TestParseSemver(t *testing.T) {

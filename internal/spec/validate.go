@@ -606,9 +606,13 @@ func controlPlanePorts() []portUse {
 		{10256, 10256, "kube-proxy's health check", false},
 		{10257, 10257, "kube-controller-manager", false},
 		{10259, 10259, "kube-scheduler", false},
-		{30000, 32767, "the NodePort range (30000-32767), whose traffic kube-proxy sends to the pods of NodePort Services", false},
+		{30000, 32767, nodePortRange, false},
 	}
 }
+
+// nodePortRange is the last of controlPlanePorts: a port there is not
+// taken by a program but by kube-proxy's rules.
+const nodePortRange = "the NodePort range (30000-32767)"
 
 func checkAPIPort(v *validator) {
 	const path = "spec.controlPlaneEndpoint"
@@ -620,7 +624,11 @@ func checkAPIPort(v *validator) {
 		if port < r.first || port > r.last || (r.bgp && v.c.Spec.Calico.BGP != "Enabled") {
 			continue
 		}
-		v.errorf(path, "port %d is taken on the control-plane node by %s, and kube-apiserver listens on the endpoint's port there; use 6443", port, r.what)
+		if r.what == nodePortRange {
+			v.errorf(path, "port %d is in %s, so kube-proxy would send its traffic to NodePort Services instead of kube-apiserver; use 6443", port, r.what)
+			return
+		}
+		v.errorf(path, "port %d is taken on the control-plane node by %s, so kube-apiserver cannot listen on it there; use 6443", port, r.what)
 		return
 	}
 }

@@ -41,18 +41,23 @@ func TestNodeNameMessage(t *testing.T) {
 	}
 }
 
-// TestAPIPortMessage: S503 reads as one sentence.
+// TestAPIPortMessage: S503 reads as one sentence, for a port a program
+// holds and for the NodePort range.
 func TestAPIPortMessage(t *testing.T) {
-	src := strings.Replace(mustRead(t, "../../examples/lab.yaml"), "controlPlaneEndpoint: k8s-lab-api.example.com:6443", "controlPlaneEndpoint: k8s-lab-api.example.com:30001", 1)
-	r := Parse("cluster.yaml", []byte(src))
-	want := "port 30001 is taken on the control-plane node by the NodePort range (30000-32767), whose traffic kube-proxy sends to the pods of NodePort Services, and kube-apiserver listens on the endpoint's port there; use 6443"
-	var got []string
-	for _, d := range r.Diagnostics {
-		if d.Rule == "S503" {
-			got = append(got, d.Message)
+	for port, want := range map[string]string{
+		"30001": "port 30001 is in the NodePort range (30000-32767), so kube-proxy would send its traffic to NodePort Services instead of kube-apiserver; use 6443",
+		"10250": "port 10250 is taken on the control-plane node by the kubelet API, so kube-apiserver cannot listen on it there; use 6443",
+	} {
+		src := strings.Replace(mustRead(t, "../../examples/lab.yaml"), "controlPlaneEndpoint: k8s-lab-api.example.com:6443", "controlPlaneEndpoint: k8s-lab-api.example.com:"+port, 1)
+		r := Parse("cluster.yaml", []byte(src))
+		var got []string
+		for _, d := range r.Diagnostics {
+			if d.Rule == "S503" {
+				got = append(got, d.Message)
+			}
 		}
-	}
-	if len(got) != 1 || got[0] != want {
-		t.Errorf("S503: %q\nwant %q", got, want)
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("S503: %q\nwant %q", got, want)
+		}
 	}
 }
