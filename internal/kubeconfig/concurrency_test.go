@@ -2,6 +2,7 @@ package kubeconfig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -34,6 +35,12 @@ func writeSources(t *testing.T, n int) []string {
 
 func assertAllImported(t *testing.T, st *Store, n int) {
 	t.Helper()
+	// Every lock file went with its lock: nothing is left beside the file.
+	for _, lock := range []string{st.Path + lockSuffix, st.Path + ".lock"} {
+		if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left behind (%v)", lock, err)
+		}
+	}
 	cfg, err := clientcmd.LoadFromFile(st.Path)
 	if err != nil {
 		t.Fatal(err)

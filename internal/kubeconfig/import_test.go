@@ -495,6 +495,9 @@ func TestKubectlLockIsRespected(t *testing.T) {
 	if _, err := os.Stat(st.Path + ".lock"); !errors.Is(err, os.ErrNotExist) {
 		t.Error("config.lock left behind: kubectl config would fail")
 	}
+	if _, err := os.Stat(st.Path + lockSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s left behind", st.Path+lockSuffix)
+	}
 }
 
 func TestLockWaitEndsWithContext(t *testing.T) {

@@ -4,7 +4,9 @@ package kubeconfig
 
 import (
 	"errors"
+	"io/fs"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,3 +23,25 @@ func tryLock(f *os.File) error {
 }
 
 func unlock(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_UN) }
+
+// sameFile says whether two descriptions, of an open file (os.File.Stat)
+// and of a name (atomicfile.Dir.Lstat), are of one file: the same device
+// and inode.
+func sameFile(a, b fs.FileInfo) bool {
+	da, ia, ok := devIno(a)
+	if !ok {
+		return false
+	}
+	db, ib, ok := devIno(b)
+	return ok && da == db && ia == ib
+}
+
+func devIno(fi fs.FileInfo) (dev, ino uint64, ok bool) {
+	switch st := fi.Sys().(type) {
+	case *syscall.Stat_t:
+		return uint64(st.Dev), uint64(st.Ino), true
+	case *unix.Stat_t:
+		return uint64(st.Dev), uint64(st.Ino), true
+	}
+	return 0, 0, false
+}

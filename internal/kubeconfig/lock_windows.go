@@ -4,6 +4,7 @@ package kubeconfig
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 
 	"golang.org/x/sys/windows"
@@ -22,3 +23,7 @@ func unlock(f *os.File) error {
 	var ol windows.Overlapped
 	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, &ol)
 }
+
+// sameFile says whether two descriptions, of an open file and of a name,
+// are of one file (os.SameFile: the volume and file index).
+func sameFile(a, b fs.FileInfo) bool { return os.SameFile(a, b) }

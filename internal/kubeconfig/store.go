@@ -199,20 +199,43 @@ func (s *Store) lock(ctx context.Context) (release func(), err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	// The lock file is removed when the lock is released, so that none is
+	// left beside the kubeconfig. A process that was waiting on the file
+	// just removed holds a lock on a file no one else will open: it finds
+	// the name gone or naming another file, and locks again.
 	lockPath := s.Path + lockSuffix
-	f, err := dir.OpenFile(filepath.Base(lockPath), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, newErr(KindIO, "opening lock file "+lockPath, err)
-	}
-	if err := poll(ctx, func() (bool, error) {
-		err := tryLock(f)
-		if errors.Is(err, errWouldBlock) {
-			return false, nil
+	lockName := filepath.Base(lockPath)
+	var f *os.File
+	for f == nil {
+		l, err := dir.OpenFile(lockName, os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return nil, newErr(KindIO, "opening lock file "+lockPath, err)
 		}
-		return err == nil, err
-	}); err != nil {
-		f.Close()
-		return nil, newErr(KindIO, fmt.Sprintf("locking kubeconfig %s (another hybridctl is writing it; waited %s)", s.Path, timeout), err)
+		if err := poll(ctx, func() (bool, error) {
+			err := tryLock(l)
+			if errors.Is(err, errWouldBlock) {
+				return false, nil
+			}
+			return err == nil, err
+		}); err != nil {
+			l.Close()
+			return nil, newErr(KindIO, fmt.Sprintf("locking kubeconfig %s (another hybridctl is writing it; waited %s)", s.Path, timeout), err)
+		}
+		held, err := l.Stat()
+		if err != nil {
+			_ = unlock(l)
+			l.Close()
+			return nil, newErr(KindIO, "lock file "+lockPath, err)
+		}
+		if named, err := dir.Lstat(lockName); err == nil && sameFile(held, named) {
+			f = l
+			break
+		}
+		_ = unlock(l)
+		l.Close()
+		if err := ctx.Err(); err != nil {
+			return nil, newErr(KindIO, fmt.Sprintf("locking kubeconfig %s (another hybridctl is writing it; waited %s)", s.Path, timeout), err)
+		}
 	}
 	kubectlLock := s.Path + ".lock"
 	if err := poll(ctx, func() (bool, error) {
@@ -225,12 +248,16 @@ func (s *Store) lock(ctx context.Context) (release func(), err error) {
 		}
 		return true, l.Close()
 	}); err != nil {
+		_ = dir.Remove(lockName)
 		_ = unlock(f)
 		f.Close()
 		return nil, newErr(KindIO, fmt.Sprintf("waiting for %s (kubectl or another client-go program is writing the kubeconfig; waited %s; if none is running, a crashed one left it behind: remove it)", kubectlLock, timeout), err)
 	}
 	return func() {
 		_ = dir.Remove(filepath.Base(kubectlLock))
+		// Removed while still locked (see above); where an open file
+		// cannot be removed (Windows) it stays, which is harmless.
+		_ = dir.Remove(lockName)
 		_ = unlock(f)
 		_ = f.Close()
 		_ = dir.Close()
