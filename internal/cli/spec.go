@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/spec"
 	"github.com/hybridctl/hybridctl/internal/termcolor"
 	"github.com/hybridctl/hybridctl/internal/termtext"
@@ -33,18 +34,6 @@ type specFlags struct {
 	// json, -o yaml).
 	problemsOut    io.Writer
 	problemsFormat string
-}
-
-// problem is one entry of plan -o json's problems: the shape of the
-// plan's warnings (plan.Warning).
-type problem struct {
-	Check    string `json:"check"`
-	Name     string `json:"name"`
-	File     string `json:"file"`
-	Line     int    `json:"line"`
-	Path     string `json:"path"`
-	Severity string `json:"severity"`
-	Message  string `json:"message"`
 }
 
 func (f *specFlags) add(cmd *cobra.Command) {
@@ -89,14 +78,14 @@ func (f *specFlags) load(ctx context.Context, in io.Reader, errOut io.Writer) (*
 	}
 	if r.Err() != nil && f.problemsOut != nil {
 		out := struct {
-			Problems []problem `json:"problems"`
-		}{Problems: []problem{}}
+			Problems []plan.Warning `json:"problems"`
+		}{Problems: []plan.Warning{}}
 		for _, d := range r.Diagnostics {
 			file := d.File
 			if file == "" {
 				file = r.File
 			}
-			out.Problems = append(out.Problems, problem{Check: d.Rule, Name: d.Name, File: file, Line: d.Line, Path: d.Path, Severity: string(d.Severity), Message: d.Message})
+			out.Problems = append(out.Problems, plan.Warning{Check: d.Rule, Name: d.Name, File: file, Line: d.Line, Path: d.Path, Severity: string(d.Severity), Message: d.Message})
 		}
 		if err := encodeAs(f.problemsOut, f.problemsFormat, out); err != nil {
 			return nil, Incomplete(err)

@@ -278,8 +278,8 @@ func calicoWindowsWarnings(s spec.ClusterSpec) []Warning {
 	return out
 }
 
-// Warning is a spec warning carried into the plan. It has the shape of an
-// invalid spec's problems (plan -o json): check ID and name apart, the
+// Warning is a spec warning carried into the plan, and the type of an
+// invalid spec's problems too (plan -o json): check ID and name apart, the
 // file and line, the field path, the severity.
 type Warning struct {
 	Check    string `json:"check"`
