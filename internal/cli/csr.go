@@ -49,7 +49,7 @@ type csrApproveOptions struct {
 }
 
 func newCSRApproveCmd(s Streams) *cobra.Command {
-	o := &csrApproveOptions{config: kubeclient.NewFlags(), spec: specFlags{optional: true}}
+	o := &csrApproveOptions{config: kubeclient.NewFlags().WithoutNamespace(), spec: specFlags{optional: true}}
 	cmd := &cobra.Command{
 		Use:   "approve [CSR_NAME...]",
 		Short: "Approve kubelet-serving CSRs whose names and addresses belong to the requesting node",

@@ -124,3 +124,49 @@ func TestCompletionHelpNamesBashCompletion(t *testing.T) {
 		t.Errorf("completion --help: exit %d\n%s", r.code, r.stdout)
 	}
 }
+
+// TestHelpShowsConnectionFlagsApart: as kubectl shows its global options
+// apart, every command that talks to the API lists its own flags first
+// and the Kubernetes connection flags under their own heading, and only
+// the commands that take a namespace show -n.
+func TestHelpShowsConnectionFlagsApart(t *testing.T) {
+	const heading = "\nKubernetes connection flags (as kubectl's):\n"
+	for _, tc := range []struct {
+		args      []string
+		namespace bool
+	}{
+		{[]string{"doctor"}, true},
+		{[]string{"check", "connectivity"}, true},
+		{[]string{"csr", "approve"}, false},
+		{[]string{"node", "diagnose"}, false},
+		{[]string{"init"}, false},
+	} {
+		r := run(t, "", append(tc.args, "--help")...)
+		name := strings.Join(tc.args, " ")
+		own, connection, ok := strings.Cut(r.stdout, heading)
+		if r.code != 0 || !ok {
+			t.Errorf("%s --help: exit %d, no %q heading:\n%s", name, r.code, strings.TrimSpace(heading), r.stdout)
+			continue
+		}
+		_, ownFlags, _ := strings.Cut(own, "\nFlags:\n")
+		for _, f := range []string{"--kubeconfig", "--context", "--server", "--as-group", "--request-timeout", "--v"} {
+			defines := regexp.MustCompile(`(?m)^ +(-[a-z], )?` + f + ` `)
+			if defines.MatchString(ownFlags) || !defines.MatchString(connection) {
+				t.Errorf("%s --help: %s is not among the connection flags only", name, f)
+			}
+		}
+		if !strings.Contains(own, "\nFlags:\n") || !strings.Contains(own, "-h, --help") || strings.Contains(connection, "--help") {
+			t.Errorf("%s --help: its own flags are not listed first under Flags:\n%s", name, r.stdout)
+		}
+		if got := strings.Contains(r.stdout, "-n, --namespace"); got != tc.namespace {
+			t.Errorf("%s --help shows -n: %v, want %v", name, got, tc.namespace)
+		}
+	}
+	// A command without connection flags has no such heading.
+	if r := run(t, "", "plan", "--help"); strings.Contains(r.stdout, strings.TrimSpace(heading)) || !strings.Contains(r.stdout, "\nFlags:\n") {
+		t.Errorf("plan --help:\n%s", r.stdout)
+	}
+	if r := run(t, "", "csr", "approve", "-n", "default"); r.code != 2 || !strings.Contains(r.stderr, "unknown shorthand flag: 'n'") {
+		t.Errorf("csr approve -n: exit %d, stderr %q; want a usage error", r.code, r.stderr)
+	}
+}

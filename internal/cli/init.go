@@ -18,7 +18,7 @@ func newInitCmd(s Streams) *cobra.Command {
 	var out, name string
 	var force, fromCluster bool
 	var timeout time.Duration
-	kf := kubeclient.NewFlags()
+	kf := kubeclient.NewFlags().WithoutNamespace()
 	cmd := &cobra.Command{
 		Use:   "init [--output-file cluster.yaml] [--from-cluster [--context NAME]]",
 		Short: "Write a cluster spec: the guide's lab as an example, or one describing a running kubeadm cluster",

@@ -50,7 +50,7 @@ type diagnoseFlags struct {
 
 func newNodeDiagnoseCmd(s Streams) *cobra.Command {
 	f := &diagnoseFlags{}
-	kf := kubeclient.NewFlags()
+	kf := kubeclient.NewFlags().WithoutNamespace()
 	var ids []string
 	for _, c := range diagnose.Checks() {
 		ids = append(ids, c.ID+" "+c.Name)

@@ -95,6 +95,7 @@ failed phase); 2 usage error; 3 could not complete (I/O, unreachable API).`,
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return Usage(err) })
+	root.SetUsageFunc(usage)
 	root.CompletionOptions.DisableDefaultCmd = true
 	for _, c := range commands(s) {
 		root.AddCommand(c)

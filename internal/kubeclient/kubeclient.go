@@ -50,13 +50,36 @@ func NewFlags() *Flags {
 	return &Flags{Config: cf}
 }
 
-// AddFlags registers the flags on fs.
+// ConnectionFlag is the annotation AddFlags puts on each flag it
+// registers, so that help can show them apart from a command's own flags,
+// as kubectl shows its global options apart.
+const ConnectionFlag = "hybridctl.dev/connection-flag"
+
+// IsConnectionFlag says whether fl is one of AddFlags' flags.
+func IsConnectionFlag(fl *pflag.Flag) bool {
+	_, ok := fl.Annotations[ConnectionFlag]
+	return ok
+}
+
+// WithoutNamespace leaves -n/--namespace out of the flags, for a command
+// that reads no namespaced objects of its own choosing.
+func (f *Flags) WithoutNamespace() *Flags {
+	f.Config.Namespace = nil
+	return f
+}
+
+// AddFlags registers the flags on fs, each annotated ConnectionFlag.
 func (f *Flags) AddFlags(fs *pflag.FlagSet) {
-	f.Config.AddFlags(fs)
-	if fl := fs.Lookup("request-timeout"); fl != nil {
+	own := pflag.NewFlagSet("connection", pflag.ContinueOnError)
+	f.Config.AddFlags(own)
+	if fl := own.Lookup("request-timeout"); fl != nil {
 		fl.Usage = "how long one API request may take (e.g. 10s, 2m); 0 means the default, " + DefaultRequestTimeout.String() + ": no request waits for ever"
 	}
-	fs.IntVarP(&f.Verbosity, "v", "v", 0, fmt.Sprintf("log level; %d or more traces each API request (method, URL, status, latency; never headers or bodies)", TraceLevel))
+	own.IntVarP(&f.Verbosity, "v", "v", 0, fmt.Sprintf("log level; %d or more traces each API request (method, URL, status, latency; never headers or bodies)", TraceLevel))
+	own.VisitAll(func(fl *pflag.Flag) {
+		_ = own.SetAnnotation(fl.Name, ConnectionFlag, []string{"true"})
+	})
+	fs.AddFlagSet(own)
 }
 
 // Namespace returns -n when it was given, else "".
