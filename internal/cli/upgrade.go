@@ -70,7 +70,7 @@ See docs/upgrade.md.`,
 	cmd.Flags().IntVar(&f.maxUnavailable, "max-unavailable", 1, "workers upgraded (cordoned and drained) at once; control planes always go one at a time")
 	cmd.Flags().BoolVar(&f.allowNotReady, "allow-not-ready", false, "leave NotReady nodes out of the upgrade instead of refusing it")
 	cmd.Flags().DurationVar(&f.drainTimeout, "drain-timeout", 5*time.Minute, "how long draining one node may take")
-	cmd.Flags().DurationVar(&f.readyTimeout, "ready-timeout", 10*time.Minute, "how long a node may take to be Ready at the new version")
+	cmd.Flags().DurationVar(&f.readyTimeout, "ready-timeout", 10*time.Minute, "how long a node may take to be Ready at the new version, and then its static pods (a control plane) or its new kube-proxy-windows pod (Windows)")
 	cmd.Flags().DurationVar(&f.availTimeout, "available-timeout", 10*time.Minute, "how long to wait, once a node is upgraded and uncordoned, until what its drain evicted is available again (Deployments, StatefulSets and ReplicaSets at their available replicas of before the drain, PodDisruptionBudgets healthy) before the next node is drained; on timeout no other node is drained")
 	cmd.Flags().BoolVar(&f.yes, "yes", false, "confirm: the cluster is upgraded, node by node, with drains")
 	// upgrade reads its progress from the nodes; --state is accepted for

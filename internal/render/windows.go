@@ -153,7 +153,12 @@ func kubeProxyWindows(p *plan.Plan) ([]byte, error) {
 					}},
 				},
 			},
-			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType},
+			// Not upstream's RollingUpdate: start.ps1 deletes every HNS
+			// policy list when it starts, so a node's Services route
+			// nowhere until the new pod has rebuilt them. hybridctl
+			// restarts each node's pod itself: upgrade while the node is
+			// drained, apply one node at a time.
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType},
 		},
 	}
 	header := comment(

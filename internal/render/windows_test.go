@@ -49,7 +49,10 @@ func TestKubeProxyWindows(t *testing.T) {
 		"spec.template.spec.tolerations.1.operator":                           "Exists",
 		"spec.template.spec.volumes.0.name":                                   "kube-proxy",
 		"spec.template.spec.volumes.0.configMap.name":                         "kube-proxy",
-		"spec.updateStrategy.type":                                            "RollingUpdate",
+		// Upstream's RollingUpdate restarts every node's pod (and its
+		// start.ps1 drops every HNS policy list) as soon as the template
+		// changes; hybridctl restarts each node's pod in its own window.
+		"spec.updateStrategy.type": "OnDelete",
 	} {
 		if got := get(d, path); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s = %v, want %v", path, got, want)

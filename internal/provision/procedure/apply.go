@@ -234,6 +234,8 @@ func applyDefs() []def[*applyBinding] {
 			func(b *applyBinding) (engine.Runner, error) {
 				return b.manifests("kube-proxy-windows", "cluster/windows/kube-proxy-windows")
 			}},
+		{cluster("kube-proxy-win-pods", kubeProxyWindowsRolloutDoes, "kube-proxy-windows"),
+			func(b *applyBinding) (engine.Runner, error) { return b.kubeProxyWindowsRollout(b.d.NodesReadyTimeout) }},
 		{engine.Descriptor{Name: "windows-nodes-ready", Targets: engine.ClusterWide, RunsOn: "cluster, with Windows nodes",
 			After: []string{"join-windows"}, Does: readyDoes("the Windows nodes") + "; a node still not Ready once Calico created its vSwitch gets its kubelet restarted, once (Calico's Windows troubleshooting)", ReadOnly: true},
 			func(b *applyBinding) (engine.Runner, error) {

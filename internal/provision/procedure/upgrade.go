@@ -246,13 +246,18 @@ func upgradeDefs() []def[*applyBinding] {
 			"the new kubeadm and kubeadm upgrade node; drain (PodDisruptionBudgets respected); the new kubelet and kubectl; restart; Ready at the new version; uncordon; what the drain evicted available again before the next drain",
 			roleLinuxWorker),
 		{engine.Descriptor{Name: "kube-proxy-windows", Targets: engine.ClusterWide, After: []string{"upgrade-control-planes"},
-			Does: "the kube-proxy-windows DaemonSet at the new version's image, once every API server runs it (a cluster with Windows nodes)"},
+			Does: "the kube-proxy-windows DaemonSet at the new version's image, once every API server runs it (a cluster with Windows nodes); it updates OnDelete, so no pod restarts until its node's window"},
 			func(b *applyBinding) (engine.Runner, error) {
 				return b.manifests("kube-proxy-windows", "cluster/windows/kube-proxy-windows")
 			}},
-		node("upgrade-windows-workers", engine.WindowsNodes, "Windows workers, --max-unavailable at a time", []string{"upgrade-control-planes"},
-			"drain; the new kubeadm.exe and kubeadm upgrade node; the kubelet service stopped, the new kubelet.exe in place (the old one kept as kubelet.exe.old), flags the new version removed taken out of StartKubelet.ps1, started; Ready at the new version; uncordon; what the drain evicted available again before the next drain",
+		node("upgrade-windows-workers", engine.WindowsNodes, "Windows workers, --max-unavailable at a time", []string{"upgrade-control-planes", "kube-proxy-windows"},
+			"drain; the new kubeadm.exe and kubeadm upgrade node; the kubelet service stopped, the new kubelet.exe in place (the old one kept as kubelet.exe.old), flags the new version removed taken out of StartKubelet.ps1, started; Ready at the new version; the node's kube-proxy-windows pod restarted at the new image, Ready; uncordon; what the drain evicted available again before the next drain",
 			roleWindowsWorker),
+		{engine.Descriptor{Name: "kube-proxy-win-pods", Targets: engine.ClusterWide, After: []string{"upgrade-windows-workers"},
+			Does: kubeProxyWindowsRolloutDoes},
+			func(b *applyBinding) (engine.Runner, error) {
+				return b.kubeProxyWindowsRollout(b.d.Upgrade.ReadyTimeout)
+			}},
 		{engine.Descriptor{Name: "calico", Targets: engine.ClusterWide, After: []string{"upgrade-control-planes"},
 			Does: "Calico's CRDs, the Tigera operator and its resources, when spec.calico.version or their settings changed (server-side dry run first)"},
 			func(b *applyBinding) (engine.Runner, error) { return b.calico() }},

@@ -54,6 +54,8 @@ type upgradeNodePhase struct {
 	restConfig                                   func(ctx context.Context) (*rest.Config, error)
 	drainTimeout, readyTimeout, availableTimeout time.Duration
 	poll                                         time.Duration
+	// staticPods reads a node's static pods (kubeletStaticPods when nil).
+	staticPods staticPodsFunc
 }
 
 // Limit implements engine.Limiter.
@@ -101,10 +103,15 @@ func (p *upgradeNodePhase) ShouldRun(ctx context.Context, h engine.Host) (bool, 
 func (p *upgradeNodePhase) DryRun(_ context.Context, h engine.Host) ([]string, error) {
 	drain := fmt.Sprintf("kubectl drain %s --ignore-daemonsets --delete-emptydir-data --timeout %s (cordon, annotated %s; then evict its pods, respecting PodDisruptionBudgets)", h.Name, p.drainTimeout, UpgradeAnnotation)
 	ready := fmt.Sprintf("wait up to %s until %s is Ready with kubelet %s; kubectl uncordon %s", p.readyTimeout, h.Name, p.up.To, h.Name)
+	if p.role == roleControlPlane {
+		ready = fmt.Sprintf("wait up to %s until %s is Ready with kubelet %s, and until every static pod its kubelet runs (the API server, etcd, the controller manager, the scheduler) has a Ready mirror pod for its manifest as the new kubelet hashes it: the new kubelet restarts them; kubectl uncordon %s", p.readyTimeout, h.Name, p.up.To, h.Name)
+	}
 	available := fmt.Sprintf("wait up to %s until what the drain evicted is available again (the Deployments, StatefulSets and ReplicaSets whose pods it evicted at their available replicas of before the drain, and every PodDisruptionBudget healthy then at currentHealthy >= desiredHealthy) before another node is drained", p.availableTimeout)
 	if h.OS == engine.Windows {
 		script := windowsUpgradeScript(p.up, h.Name, p.windowsFiles(h))
-		return []string{drain, transport.DescribeWindowsRun(script, firstLine(script)+" (the new kubeadm.exe, kubeadm upgrade node, kubelet.exe replaced while the service is stopped, the old one kept as C:\\k\\kubelet.exe.old)"), ready, available}, nil
+		ready := fmt.Sprintf("wait up to %s until %s is Ready with kubelet %s", p.readyTimeout, h.Name, p.up.To)
+		proxy := fmt.Sprintf("kubectl -n kube-system delete pod (the kube-proxy-windows pod on %s, when older than the DaemonSet's template: it updates OnDelete); wait up to %s until its replacement is Ready; kubectl uncordon %s", h.Name, p.readyTimeout, h.Name)
+		return []string{drain, transport.DescribeWindowsRun(script, firstLine(script)+" (the new kubeadm.exe, kubeadm upgrade node, kubelet.exe replaced while the service is stopped, the old one kept as C:\\k\\kubelet.exe.old)"), ready, proxy, available}, nil
 	}
 	f, err := p.files.get("nodes/" + h.Name + "/prepare.sh")
 	if err != nil {
@@ -206,7 +213,17 @@ func (p *upgradeNodePhase) Run(ctx context.Context, h engine.Host) error {
 	if _, err := c.Run(ctx, restartKubelet); err != nil {
 		return cordoned(err, h.Name)
 	}
-	if err := p.readyAndUncordon(ctx, client, h.Name); err != nil {
+	var before func(context.Context, kubeclient.Interface, string) error
+	if p.role == roleControlPlane {
+		static := p.staticPods
+		if static == nil {
+			static = kubeletStaticPods
+		}
+		before = func(ctx context.Context, client kubeclient.Interface, node string) error {
+			return awaitStaticPods(ctx, client, node, static, p.readyTimeout, p.poll)
+		}
+	}
+	if err := p.readyAndUncordon(ctx, client, h.Name, before); err != nil {
 		return err
 	}
 	return p.awaitEvicted(ctx, client, ev)
@@ -224,10 +241,26 @@ func (p *upgradeNodePhase) runWindows(ctx context.Context, client kubeclient.Int
 	if !strings.Contains(string(res.Stdout), upgradedWindows+h.Name) {
 		return &outputError{msg: "the upgrade script ended without \"" + upgradedWindows + h.Name + "\" (" + h.Name + " stays cordoned)", out: append(res.Stdout, res.Stderr...)}
 	}
-	if err := p.readyAndUncordon(ctx, client, h.Name); err != nil {
+	if err := p.readyAndUncordon(ctx, client, h.Name, p.restartKubeProxyWindows); err != nil {
 		return err
 	}
 	return p.awaitEvicted(ctx, client, ev)
+}
+
+// restartKubeProxyWindows restarts node's kube-proxy-windows pod when it
+// is older than the DaemonSet's template (the DaemonSet updates OnDelete),
+// while the node is still drained, and waits until its new pod is Ready.
+func (p *upgradeNodePhase) restartKubeProxyWindows(ctx context.Context, client kubeclient.Interface, node string) error {
+	hash, err := kubeProxyWindowsRevision(ctx, client, p.readyTimeout, p.poll)
+	if err != nil || hash == "" {
+		return err
+	}
+	if deleted, err := restartKubeProxyWindows(ctx, client, node, hash, p.readyTimeout, p.poll); err != nil {
+		return err
+	} else if deleted {
+		engine.Progress(ctx, "kube-proxy-windows on %s restarted with the DaemonSet's template", node)
+	}
+	return nil
 }
 
 // windowsFiles are the bundle's kubeadm.exe and kubelet.exe for h, as its
@@ -285,9 +318,10 @@ func (p *upgradeNodePhase) awaitEvicted(ctx context.Context, client kubeclient.I
 	return err
 }
 
-// readyAndUncordon waits until the node is Ready at the new version, then
-// uncordons it and removes the upgrade's mark.
-func (p *upgradeNodePhase) readyAndUncordon(ctx context.Context, client kubeclient.Interface, node string) error {
+// readyAndUncordon waits until the node is Ready at the new version, runs
+// before (when set) while the node is still cordoned, then uncordons it
+// and removes the upgrade's mark.
+func (p *upgradeNodePhase) readyAndUncordon(ctx context.Context, client kubeclient.Interface, node string, before func(context.Context, kubeclient.Interface, string) error) error {
 	pending, err := waitUntil(ctx, p.readyTimeout, p.poll, func(ctx context.Context) (bool, string) {
 		n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
@@ -301,6 +335,11 @@ func (p *upgradeNodePhase) readyAndUncordon(ctx context.Context, client kubeclie
 	})
 	if err != nil {
 		return cordoned(fmt.Errorf("%s not Ready at %s after its upgrade: %s", node, p.up.To, pending), node)
+	}
+	if before != nil {
+		if err := before(ctx, client, node); err != nil {
+			return cordoned(err, node)
+		}
 	}
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}},"spec":{"unschedulable":null}}`, UpgradeAnnotation)
 	if _, err := client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
