@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -115,6 +116,38 @@ func CheckUpgrade(server, target string, nodes []corev1.Node, allowNotReady bool
 	return skip, nil
 }
 
+// CheckContainerd reads each Node's container runtime before an upgrade to
+// target: upgrade leaves containerd as it is, so a node whose containerd
+// the new kubelet does not support (below plan.ContainerdRequired) refuses
+// the upgrade (wrapping ErrUpgradeRefused), and a node whose containerd
+// differs from the spec's (want) is a warning that names it. Nodes of
+// another runtime, or whose version cannot be read, are left to doctor.
+func CheckContainerd(target, want string, nodes []corev1.Node) (warnings []string, err error) {
+	least := plan.ContainerdRequired(target)
+	var errs []error
+	for _, n := range nodes {
+		got, ok := strings.CutPrefix(n.Status.NodeInfo.ContainerRuntimeVersion, "containerd://")
+		if !ok {
+			continue
+		}
+		v, perr := utilversion.ParseGeneric(got)
+		if perr != nil {
+			continue
+		}
+		if least != "" && v.LessThan(utilversion.MustParseGeneric(least)) {
+			errs = append(errs, fmt.Errorf("node %s runs containerd %s, and the kubelet of %s needs containerd %s or newer: upgrade containerd on it first (hybridctl upgrade leaves containerd as it is)", n.Name, got, target, least))
+			continue
+		}
+		if want != "" && strings.TrimPrefix(want, "v") != strings.TrimPrefix(got, "v") {
+			warnings = append(warnings, fmt.Sprintf("node %s runs containerd %s, spec.containerd.version is %s: upgrade leaves containerd as it is (docs/upgrade.md, \"Not automated\")", n.Name, got, want))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%w:\n%w", ErrUpgradeRefused, err)
+	}
+	return warnings, nil
+}
+
 func nodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
@@ -178,6 +211,11 @@ func Upgrade(ctx context.Context, o UpgradeOptions) (engine.Summary, error) {
 		for _, n := range up.SkipNodes {
 			warnings = append(warnings, fmt.Sprintf("node %s is NotReady: left out of the upgrade (--allow-not-ready)", n))
 		}
+		runtimes, err := CheckContainerd(o.Plan.KubernetesVersion, o.Plan.Versions.Containerd, nodes.Items)
+		if err != nil {
+			return engine.Summary{}, err
+		}
+		warnings = append(warnings, runtimes...)
 		if hasWindows(o.Plan) && o.Plan.KubeProxy.WindowsImage != "" && !o.SkipImageCheck {
 			reachable, err := checkImageExists(ctx, o.Plan.KubeProxy.WindowsImage)
 			if err != nil {

@@ -77,6 +77,47 @@ func TestCheckUpgrade(t *testing.T) {
 	}
 }
 
+// TestCheckContainerd: upgrade leaves containerd as it is, so a node below
+// the containerd the new kubelet needs (2.0 from v1.36 on) refuses the
+// upgrade, 2.0.0 itself passes; a node whose containerd differs from the
+// spec's is a warning naming it; another runtime, or a version that is
+// none, is left to doctor.
+func TestCheckContainerd(t *testing.T) {
+	node := func(name, runtime string) corev1.Node {
+		n := kubelet(name, "v1.36.3", true)
+		n.Status.NodeInfo.ContainerRuntimeVersion = runtime
+		return n
+	}
+	for _, tc := range []struct {
+		name, target, want string
+		nodes              []corev1.Node
+		refused, warned    string
+	}{
+		{"as the spec", "v1.37.2", "2.2.2", []corev1.Node{node("a", "containerd://2.2.2")}, "", ""},
+		{"the spec's with a v", "v1.37.2", "v2.2.2", []corev1.Node{node("a", "containerd://2.2.2")}, "", ""},
+		{"another 2.x", "v1.37.2", "2.2.2", []corev1.Node{node("a", "containerd://2.1.4")}, "", "node a runs containerd 2.1.4, spec.containerd.version is 2.2.2: upgrade leaves containerd as it is"},
+		{"2.0.0 exactly", "v1.37.2", "2.2.2", []corev1.Node{node("a", "containerd://2.0.0")}, "", "node a runs containerd 2.0.0"},
+		{"1.7 under a 1.37 kubelet", "v1.37.2", "2.2.2", []corev1.Node{node("a", "containerd://2.2.2"), node("old", "containerd://1.7.24")}, "node old runs containerd 1.7.24, and the kubelet of v1.37.2 needs containerd 2.0 or newer", ""},
+		{"1.7 under a 1.35 kubelet", "v1.35.4", "1.7.24", []corev1.Node{node("old", "containerd://1.7.24")}, "", ""},
+		{"another runtime", "v1.37.2", "2.2.2", []corev1.Node{node("c", "cri-o://1.37.0")}, "", ""},
+		{"no version", "v1.37.2", "2.2.2", []corev1.Node{node("c", "containerd://banana")}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			warnings, err := CheckContainerd(tc.target, tc.want, tc.nodes)
+			switch {
+			case tc.refused == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.refused != "" && (err == nil || !errors.Is(err, ErrUpgradeRefused) || !strings.Contains(err.Error(), tc.refused)):
+				t.Fatalf("err = %v, want %q", err, tc.refused)
+			}
+			got := strings.Join(warnings, "\n")
+			if (tc.warned == "") != (got == "") || !strings.Contains(got, tc.warned) {
+				t.Errorf("warnings %q, want %q", got, tc.warned)
+			}
+		})
+	}
+}
+
 // TestUpgradeScripts: the Linux script parses with bash -n in both
 // modes and both package sources and installs kubeadm as prepare.sh would;
 // the Windows script parses with the repository's PowerShell checker.
