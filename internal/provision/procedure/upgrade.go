@@ -117,13 +117,17 @@ func CheckUpgrade(server, target string, nodes []corev1.Node, allowNotReady bool
 }
 
 // CheckContainerd reads each Node's container runtime before an upgrade to
-// target: upgrade leaves containerd as it is, so a node whose containerd
-// the new kubelet does not support (below plan.ContainerdRequired) refuses
-// the upgrade (wrapping ErrUpgradeRefused), and a node whose containerd
-// differs from the spec's (want) is a warning that names it. Nodes of
-// another runtime, or whose version cannot be read, are left to doctor.
-func CheckContainerd(target, want string, nodes []corev1.Node) (warnings []string, err error) {
+// target, against the spec's containerd (want). A Windows worker's step
+// installs want when the node runs another version, and so does a Linux
+// node's prepare.sh with packages.source bundle: those are notes. With
+// packages.source upstream a Linux node keeps its distribution's
+// containerd package; one the new kubelet does not support (below
+// plan.ContainerdRequired) refuses the upgrade (wrapping
+// ErrUpgradeRefused). Nodes of another runtime, or whose version cannot be
+// read, are left to doctor.
+func CheckContainerd(target, want string, bundle bool, nodes []corev1.Node) (notes []string, err error) {
 	least := plan.ContainerdRequired(target)
+	want = strings.TrimPrefix(want, "v")
 	var errs []error
 	for _, n := range nodes {
 		got, ok := strings.CutPrefix(n.Status.NodeInfo.ContainerRuntimeVersion, "containerd://")
@@ -134,18 +138,19 @@ func CheckContainerd(target, want string, nodes []corev1.Node) (warnings []strin
 		if perr != nil {
 			continue
 		}
-		if least != "" && v.LessThan(utilversion.MustParseGeneric(least)) {
-			errs = append(errs, fmt.Errorf("node %s runs containerd %s, and the kubelet of %s needs containerd %s or newer: upgrade containerd on it first (hybridctl upgrade leaves containerd as it is)", n.Name, got, target, least))
-			continue
-		}
-		if want != "" && strings.TrimPrefix(want, "v") != strings.TrimPrefix(got, "v") {
-			warnings = append(warnings, fmt.Sprintf("node %s runs containerd %s, spec.containerd.version is %s: upgrade leaves containerd as it is (docs/upgrade.md, \"Not automated\")", n.Name, got, want))
+		windows := n.Status.NodeInfo.OperatingSystem == "windows" || n.Labels[corev1.LabelOSStable] == "windows"
+		replaced := want != "" && (windows || bundle)
+		switch {
+		case replaced && strings.TrimPrefix(got, "v") != want:
+			notes = append(notes, fmt.Sprintf("node %s runs containerd %s: its step installs containerd %s (spec.containerd.version) while it is drained", n.Name, got, want))
+		case !replaced && least != "" && v.LessThan(utilversion.MustParseGeneric(least)):
+			errs = append(errs, fmt.Errorf("node %s runs containerd %s, and the kubelet of %s needs containerd %s or newer: upgrade the distribution's containerd package on it first (with packages.source upstream, upgrade keeps it)", n.Name, got, target, least))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w:\n%w", ErrUpgradeRefused, err)
 	}
-	return warnings, nil
+	return notes, nil
 }
 
 func nodeReady(n *corev1.Node) bool {
@@ -183,7 +188,7 @@ func Upgrade(ctx context.Context, o UpgradeOptions) (engine.Summary, error) {
 	// new version needs.
 	o.StatePath = ""
 	up := UpgradeDeps{To: o.Plan.KubernetesVersion, MaxUnavailable: o.MaxUnavailable, DrainTimeout: o.DrainTimeout, ReadyTimeout: o.ReadyTimeout, AvailableTimeout: o.AvailableTimeout,
-		Bundle: o.Plan.PackagesSource == spec.SourceBundle, AptRepo: o.Plan.KubernetesAptRepo}
+		Bundle: o.Plan.PackagesSource == spec.SourceBundle, AptRepo: o.Plan.KubernetesAptRepo, Containerd: o.Plan.Versions.Containerd}
 	var warnings []string
 	if !o.Offline {
 		// The version gate reads the API server and the Nodes only: no
@@ -211,7 +216,7 @@ func Upgrade(ctx context.Context, o UpgradeOptions) (engine.Summary, error) {
 		for _, n := range up.SkipNodes {
 			warnings = append(warnings, fmt.Sprintf("node %s is NotReady: left out of the upgrade (--allow-not-ready)", n))
 		}
-		runtimes, err := CheckContainerd(o.Plan.KubernetesVersion, o.Plan.Versions.Containerd, nodes.Items)
+		runtimes, err := CheckContainerd(o.Plan.KubernetesVersion, o.Plan.Versions.Containerd, up.Bundle, nodes.Items)
 		if err != nil {
 			return engine.Summary{}, err
 		}
@@ -255,6 +260,10 @@ type UpgradeDeps struct {
 	// be Ready at the new version; AvailableTimeout the wait until what
 	// its drain evicted is available again.
 	DrainTimeout, ReadyTimeout, AvailableTimeout time.Duration
+	// Containerd is the spec's containerd version: a Windows worker's step
+	// installs it when the node runs another (a Linux node's prepare.sh
+	// does so in bundle mode); "" leaves containerd as it is.
+	Containerd string
 	// Bundle: the binaries come from the bundle on the node (else the
 	// Debian repository AptRepo, or dl.k8s.io on Windows).
 	Bundle  bool
@@ -289,7 +298,7 @@ func upgradeDefs() []def[*applyBinding] {
 				return b.manifests("kube-proxy-windows", "cluster/windows/kube-proxy-windows")
 			}},
 		node("upgrade-windows-workers", engine.WindowsNodes, "Windows workers, --max-unavailable at a time", []string{"upgrade-control-planes", "kube-proxy-windows"},
-			"drain; the new kubeadm.exe and kubeadm upgrade node; the kubelet service stopped, the new kubelet.exe in place (the old one kept as kubelet.exe.old), flags the new version removed taken out of StartKubelet.ps1, started; Ready at the new version; the node's kube-proxy-windows pod restarted at the new image, Ready; uncordon; what the drain evicted available again before the next drain",
+			"drain; the new kubeadm.exe and kubeadm upgrade node; the kubelet service stopped, the new kubelet.exe in place (the old one kept as kubelet.exe.old), flags the new version removed taken out of StartKubelet.ps1; the spec's containerd when the node runs another (containerd and its shims stopped, config.toml kept); the kubelet started; Ready at the new version; the node's kube-proxy-windows pod restarted at the new image, Ready; uncordon; what the drain evicted available again before the next drain",
 			roleWindowsWorker),
 		{engine.Descriptor{Name: "kube-proxy-win-pods", Targets: engine.ClusterWide, After: []string{"upgrade-windows-workers"},
 			Does: kubeProxyWindowsRolloutDoes},

@@ -111,7 +111,7 @@ func (p *upgradeNodePhase) DryRun(_ context.Context, h engine.Host) ([]string, e
 		script := windowsUpgradeScript(p.up, h.Name, p.windowsFiles(h))
 		ready := fmt.Sprintf("wait up to %s until %s is Ready with kubelet %s", p.readyTimeout, h.Name, p.up.To)
 		proxy := fmt.Sprintf("kubectl -n kube-system delete pod (the kube-proxy-windows pod on %s, when older than the DaemonSet's template: it updates OnDelete); wait up to %s until its replacement is Ready; kubectl uncordon %s", h.Name, p.readyTimeout, h.Name)
-		return []string{drain, transport.DescribeWindowsRun(script, firstLine(script)+" (the new kubeadm.exe, kubeadm upgrade node, kubelet.exe replaced while the service is stopped, the old one kept as C:\\k\\kubelet.exe.old)"), ready, proxy, available}, nil
+		return []string{drain, transport.DescribeWindowsRun(script, firstLine(script)+" (the new kubeadm.exe, kubeadm upgrade node, kubelet.exe replaced while the service is stopped, the old one kept as C:\\k\\kubelet.exe.old"+p.containerdNote()+")"), ready, proxy, available}, nil
 	}
 	f, err := p.files.get("nodes/" + h.Name + "/prepare.sh")
 	if err != nil {
@@ -134,6 +134,14 @@ func (p *upgradeNodePhase) DryRun(_ context.Context, h engine.Host) ([]string, e
 		ready,
 		available,
 	}, nil
+}
+
+// containerdNote says what the Windows script does with containerd.
+func (p *upgradeNodePhase) containerdNote() string {
+	if p.up.Containerd == "" {
+		return ""
+	}
+	return "; containerd " + strings.TrimPrefix(p.up.Containerd, "v") + " in place when the node runs another version, containerd and its shims stopped first, config.toml kept"
 }
 
 func firstLine(s string) string {
@@ -266,13 +274,17 @@ func (p *upgradeNodePhase) restartKubeProxyWindows(ctx context.Context, client k
 // windowsFiles are the bundle's kubeadm.exe and kubelet.exe for h, as its
 // prepare.ps1 names them.
 func (p *upgradeNodePhase) windowsFiles(h engine.Host) windowsBinaries {
-	w := windowsBinaries{Kubeadm: "windows-amd64/kubeadm.exe", Kubelet: "windows-amd64/kubelet.exe"}
+	w := windowsBinaries{Kubeadm: "windows-amd64/kubeadm.exe", Kubelet: "windows-amd64/kubelet.exe",
+		Containerd: "windows-amd64/containerd-" + strings.TrimPrefix(p.up.Containerd, "v") + "-windows-amd64.tar.gz"}
 	if f, err := p.files.get("nodes/" + h.Name + "/prepare.ps1"); err == nil {
 		if m := psVar("KubeadmFile").FindSubmatch(f.Data); m != nil {
 			w.Kubeadm = string(m[1])
 		}
 		if m := psVar("KubeletFile").FindSubmatch(f.Data); m != nil {
 			w.Kubelet = string(m[1])
+		}
+		if m := psVar("ContainerdTgz").FindSubmatch(f.Data); m != nil {
+			w.Containerd = string(m[1])
 		}
 	}
 	return w
@@ -421,7 +433,7 @@ apt-mark hold kubeadm >/dev/null
 }
 
 // windowsBinaries are the bundle's paths of a Windows node's binaries.
-type windowsBinaries struct{ Kubeadm, Kubelet string }
+type windowsBinaries struct{ Kubeadm, Kubelet, Containerd string }
 
 // windowsUpgradeScript is the PowerShell that upgrades a drained Windows
 // worker: the new kubeadm.exe (from C:\k\bundle with its sha256 checked,
@@ -453,6 +465,9 @@ function Get-New([string] $File, [string] $Dest) {
 }
 `)
 		fmt.Fprintf(&b, "$KubeadmSrc = %s\n$KubeletSrc = %s\n", q(w.Kubeadm), q(w.Kubelet))
+		if up.Containerd != "" {
+			fmt.Fprintf(&b, "$ContainerdSrc = %s\n", q(w.Containerd))
+		}
 	} else {
 		b.WriteString(`function Get-New([string] $File, [string] $Dest) {
     $url = "https://dl.k8s.io/$Version/bin/windows/amd64/$File"
@@ -465,6 +480,27 @@ function Get-New([string] $File, [string] $Dest) {
 }
 $KubeadmSrc = 'kubeadm.exe'
 $KubeletSrc = 'kubelet.exe'
+`)
+		if up.Containerd != "" {
+			// containerd publishes a .sha256sum beside each release archive.
+			b.WriteString(`function Get-Containerd([string] $Dest) {
+    $url = "https://github.com/containerd/containerd/releases/download/v$ContainerdVersion/containerd-$ContainerdVersion-windows-amd64.tar.gz"
+    Invoke-WebRequest -UseBasicParsing -Uri $url -OutFile $Dest
+    $sum = Invoke-WebRequest -UseBasicParsing -Uri "$url.sha256sum"
+    $text = if ($sum.Content -is [byte[]]) { [Text.Encoding]::ASCII.GetString($sum.Content) } else { [string] $sum.Content }
+    $want = ($text.Trim() -split '\s+')[0].ToLowerInvariant()
+    $got = (Get-FileHash -LiteralPath $Dest -Algorithm SHA256).Hash.ToLowerInvariant()
+    if ($got -ne $want) { Remove-Item -LiteralPath $Dest -Force; throw "$url does not match its published sha256" }
+}
+`)
+		}
+	}
+	if up.Containerd != "" {
+		fmt.Fprintf(&b, "$ContainerdVersion = %s\n", q(strings.TrimPrefix(up.Containerd, "v")))
+		b.WriteString(`$ContainerdDir = Join-Path $env:ProgramFiles 'containerd'
+$ContainerdExe = Join-Path $ContainerdDir 'containerd.exe'
+$have = (& $ContainerdExe --version) -join ' '
+$NewContainerd = $have -notmatch ('\sv' + [regex]::Escape($ContainerdVersion) + '(\s|$)')
 `)
 	}
 	b.WriteString(`Write-Host "==> kubeadm.exe $Version"
@@ -479,7 +515,37 @@ Get-New $KubeletSrc 'C:\k\kubelet.exe.new'
 Stop-Service -Name kubelet
 Copy-Item -LiteralPath 'C:\k\kubelet.exe' -Destination 'C:\k\kubelet.exe.old' -Force
 Move-Item -LiteralPath 'C:\k\kubelet.exe.new' -Destination 'C:\k\kubelet.exe' -Force
-$start = 'C:\k\StartKubelet.ps1'
+`)
+	if up.Containerd != "" {
+		get := "Get-New $ContainerdSrc $tgz"
+		if !up.Bundle {
+			get = "Get-Containerd $tgz"
+		}
+		b.WriteString(`if ($NewContainerd) {
+    # The node is drained and its kubelet stopped. A running shim's binary
+    # cannot be replaced, so containerd and every shim stop first (the
+    # DaemonSet pods left on the node restart with the kubelet);
+    # config.toml is kept (Install-Containerd.ps1 would rewrite it from
+    # containerd's defaults).
+    Write-Host "==> containerd $ContainerdVersion (was: $have)"
+    $tgz = 'C:\k\containerd.tar.gz.new'
+    ` + get + `
+    Stop-Service -Name containerd -Force
+    Get-Process -Name 'containerd-shim-runhcs-v1' -ErrorAction SilentlyContinue | Stop-Process -Force
+    $deadline = (Get-Date).AddMinutes(2)
+    while (Get-Process -Name 'containerd-shim-runhcs-v1' -ErrorAction SilentlyContinue) {
+        if ((Get-Date) -gt $deadline) { throw 'containerd-shim-runhcs-v1 still runs 2 minutes after it was stopped' }
+        Start-Sleep -Seconds 1
+    }
+    Invoke-Native 'tar.exe' @('-x', '-f', $tgz, '--strip-components', '1', '-C', $ContainerdDir)
+    Remove-Item -LiteralPath $tgz -Force
+    Start-Service -Name containerd
+    $got = (& $ContainerdExe --version) -join ' '
+    if ($got -notmatch ('\sv' + [regex]::Escape($ContainerdVersion) + '(\s|$)')) { throw "containerd is $got after its upgrade, not v$ContainerdVersion" }
+}
+`)
+	}
+	b.WriteString(`$start = 'C:\k\StartKubelet.ps1'
 if (Test-Path -LiteralPath $start) {
     $text = Get-Content -LiteralPath $start -Raw
     $new = $text -replace '\s*--pod-infra-container-image[= ]\S+', ''

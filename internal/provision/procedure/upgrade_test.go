@@ -77,42 +77,47 @@ func TestCheckUpgrade(t *testing.T) {
 	}
 }
 
-// TestCheckContainerd: upgrade leaves containerd as it is, so a node below
-// the containerd the new kubelet needs (2.0 from v1.36 on) refuses the
-// upgrade, 2.0.0 itself passes; a node whose containerd differs from the
-// spec's is a warning naming it; another runtime, or a version that is
-// none, is left to doctor.
+// TestCheckContainerd: a Windows node, or a Linux node with a bundle,
+// gets the spec's containerd in its step: a note names it when it differs,
+// even below 2.0; with packages.source upstream a Linux node keeps its
+// containerd, and one below what the new kubelet needs (2.0 from v1.36 on)
+// refuses the upgrade while 2.0.0 passes; another runtime, or a version
+// that is none, is left to doctor.
 func TestCheckContainerd(t *testing.T) {
-	node := func(name, runtime string) corev1.Node {
+	node := func(name, os, runtime string) corev1.Node {
 		n := kubelet(name, "v1.36.3", true)
 		n.Status.NodeInfo.ContainerRuntimeVersion = runtime
+		n.Status.NodeInfo.OperatingSystem = os
 		return n
 	}
 	for _, tc := range []struct {
 		name, target, want string
+		bundle             bool
 		nodes              []corev1.Node
-		refused, warned    string
+		refused, noted     string
 	}{
-		{"as the spec", "v1.37.2", "2.2.2", []corev1.Node{node("a", "containerd://2.2.2")}, "", ""},
-		{"the spec's with a v", "v1.37.2", "v2.2.2", []corev1.Node{node("a", "containerd://2.2.2")}, "", ""},
-		{"another 2.x", "v1.37.2", "2.2.2", []corev1.Node{node("a", "containerd://2.1.4")}, "", "node a runs containerd 2.1.4, spec.containerd.version is 2.2.2: upgrade leaves containerd as it is"},
-		{"2.0.0 exactly", "v1.37.2", "2.2.2", []corev1.Node{node("a", "containerd://2.0.0")}, "", "node a runs containerd 2.0.0"},
-		{"1.7 under a 1.37 kubelet", "v1.37.2", "2.2.2", []corev1.Node{node("a", "containerd://2.2.2"), node("old", "containerd://1.7.24")}, "node old runs containerd 1.7.24, and the kubelet of v1.37.2 needs containerd 2.0 or newer", ""},
-		{"1.7 under a 1.35 kubelet", "v1.35.4", "1.7.24", []corev1.Node{node("old", "containerd://1.7.24")}, "", ""},
-		{"another runtime", "v1.37.2", "2.2.2", []corev1.Node{node("c", "cri-o://1.37.0")}, "", ""},
-		{"no version", "v1.37.2", "2.2.2", []corev1.Node{node("c", "containerd://banana")}, "", ""},
+		{"as the spec", "v1.37.2", "2.2.2", true, []corev1.Node{node("a", "linux", "containerd://2.2.2"), node("w", "windows", "containerd://2.2.2")}, "", ""},
+		{"the spec's with a v", "v1.37.2", "v2.2.2", false, []corev1.Node{node("w", "windows", "containerd://2.2.2")}, "", ""},
+		{"Windows, another version", "v1.37.2", "2.2.2", false, []corev1.Node{node("w", "windows", "containerd://2.1.4")}, "", "node w runs containerd 2.1.4: its step installs containerd 2.2.2"},
+		{"Windows below 2.0", "v1.37.2", "2.2.2", false, []corev1.Node{node("w", "windows", "containerd://1.7.24")}, "", "node w runs containerd 1.7.24: its step installs containerd 2.2.2"},
+		{"Linux bundle below 2.0", "v1.37.2", "2.2.2", true, []corev1.Node{node("a", "linux", "containerd://1.7.24")}, "", "node a runs containerd 1.7.24: its step installs"},
+		{"Linux upstream, another 2.x", "v1.37.2", "2.2.2", false, []corev1.Node{node("a", "linux", "containerd://2.0.0")}, "", ""},
+		{"Linux upstream below 2.0", "v1.37.2", "2.2.2", false, []corev1.Node{node("a", "linux", "containerd://2.2.2"), node("old", "linux", "containerd://1.7.24")}, "node old runs containerd 1.7.24, and the kubelet of v1.37.2 needs containerd 2.0 or newer", ""},
+		{"Linux upstream below 2.0, a v1.35 kubelet", "v1.35.4", "1.7.24", false, []corev1.Node{node("old", "linux", "containerd://1.7.20")}, "", ""},
+		{"another runtime", "v1.37.2", "2.2.2", true, []corev1.Node{node("c", "linux", "cri-o://1.37.0")}, "", ""},
+		{"no version", "v1.37.2", "2.2.2", true, []corev1.Node{node("c", "linux", "containerd://banana")}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			warnings, err := CheckContainerd(tc.target, tc.want, tc.nodes)
+			notes, err := CheckContainerd(tc.target, tc.want, tc.bundle, tc.nodes)
 			switch {
 			case tc.refused == "" && err != nil:
 				t.Fatalf("refused: %v", err)
 			case tc.refused != "" && (err == nil || !errors.Is(err, ErrUpgradeRefused) || !strings.Contains(err.Error(), tc.refused)):
 				t.Fatalf("err = %v, want %q", err, tc.refused)
 			}
-			got := strings.Join(warnings, "\n")
-			if (tc.warned == "") != (got == "") || !strings.Contains(got, tc.warned) {
-				t.Errorf("warnings %q, want %q", got, tc.warned)
+			got := strings.Join(notes, "\n")
+			if (tc.noted == "") != (got == "") || !strings.Contains(got, tc.noted) {
+				t.Errorf("notes %q, want %q", got, tc.noted)
 			}
 		})
 	}
@@ -163,13 +168,45 @@ func TestUpgradeScripts(t *testing.T) {
 		if _, err := linuxUpgradeScriptFor(UpgradeDeps{To: "v1.37.2", Bundle: true}, "n", "node", "no variables"); err == nil {
 			t.Error("a bundle upgrade from a prepare.sh without the bundle's kubeadm: no error")
 		}
-		w := windowsUpgradeScript(up, "k8s-lab-win-1", windowsBinaries{Kubeadm: "windows-amd64/kubeadm.exe", Kubelet: "windows-amd64/kubelet.exe"})
+		bins := windowsBinaries{Kubeadm: "windows-amd64/kubeadm.exe", Kubelet: "windows-amd64/kubelet.exe", Containerd: "windows-amd64/containerd-2.2.2-windows-amd64.tar.gz"}
+		w := windowsUpgradeScript(up, "k8s-lab-win-1", bins)
 		for _, want := range []string{"Invoke-Native 'C:\\k\\kubeadm.exe' @('upgrade', 'node')", "kubelet.exe.old", "Stop-Service -Name kubelet", "--pod-infra-container-image"} {
 			if !strings.Contains(w, want) {
 				t.Errorf("Windows, bundle %v: no %q", bundle, want)
 			}
 		}
-		ps = append(ps, pwshtest.Script{Name: map[bool]string{false: "upgrade from dl.k8s.io", true: "upgrade from the bundle"}[bundle], Text: transport.WrapPowerShell(w)})
+		if strings.Contains(w, "containerd") {
+			t.Errorf("Windows, bundle %v, no containerd version: the script touches containerd:\n%s", bundle, w)
+		}
+		up.Containerd = "v2.2.2"
+		wc := windowsUpgradeScript(up, "k8s-lab-win-1", bins)
+		get := map[bool]string{false: "Get-Containerd $tgz", true: "Get-New $ContainerdSrc $tgz"}[bundle]
+		// In order: the kubelet stopped, containerd and every shim stopped,
+		// the new files, containerd started and checked, the kubelet
+		// started; only when the node runs another version.
+		at := 0
+		for _, want := range []string{"$ContainerdVersion = '2.2.2'", "$NewContainerd = $have -notmatch", "Stop-Service -Name kubelet", "if ($NewContainerd) {", get,
+			"Stop-Service -Name containerd -Force", "Get-Process -Name 'containerd-shim-runhcs-v1' -ErrorAction SilentlyContinue | Stop-Process -Force",
+			"Invoke-Native 'tar.exe' @('-x', '-f', $tgz, '--strip-components', '1', '-C', $ContainerdDir)", "Start-Service -Name containerd",
+			"after its upgrade, not v$ContainerdVersion", "Start-Service -Name kubelet"} {
+			i := strings.Index(wc[at:], want)
+			if i < 0 {
+				t.Errorf("Windows, bundle %v, containerd: no %q after byte %d:\n%s", bundle, want, at, wc)
+				break
+			}
+			at += i + len(want)
+		}
+		if bundle && !strings.Contains(wc, "$ContainerdSrc = 'windows-amd64/containerd-2.2.2-windows-amd64.tar.gz'") {
+			t.Errorf("bundle: containerd not from the bundle:\n%s", wc)
+		}
+		if !bundle && !strings.Contains(wc, `"$url.sha256sum"`) {
+			t.Errorf("upstream: containerd's published sha256 not checked:\n%s", wc)
+		}
+		if strings.Contains(wc, "config.toml'") || strings.Contains(wc, "config default") {
+			t.Errorf("Windows: the containerd upgrade rewrites config.toml:\n%s", wc)
+		}
+		name := map[bool]string{false: "upgrade from dl.k8s.io", true: "upgrade from the bundle"}[bundle]
+		ps = append(ps, pwshtest.Script{Name: name, Text: transport.WrapPowerShell(w)}, pwshtest.Script{Name: name + ", containerd", Text: transport.WrapPowerShell(wc)})
 	}
 	pwshtest.Check(t, ps...)
 }

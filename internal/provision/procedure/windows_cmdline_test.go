@@ -93,7 +93,8 @@ func TestWindowsCommandLinesFit(t *testing.T) {
 	// upgrade: both sources.
 	step("upgrade", func() {
 		for _, bundle := range []bool{true, false} {
-			_, err := c.Run(ctx, windowsUpgradeScript(UpgradeDeps{To: "v1.37.2", Bundle: bundle}, win.Name, windowsBinaries{Kubeadm: "windows-amd64/kubeadm.exe", Kubelet: "windows-amd64/kubelet.exe"}))
+			_, err := c.Run(ctx, windowsUpgradeScript(UpgradeDeps{To: "v1.37.2", Bundle: bundle, Containerd: "2.2.2"}, win.Name,
+				windowsBinaries{Kubeadm: "windows-amd64/kubeadm.exe", Kubelet: "windows-amd64/kubelet.exe", Containerd: "windows-amd64/containerd-2.2.2-windows-amd64.tar.gz"}))
 			must("upgrade", err)
 		}
 	})
