@@ -2,6 +2,7 @@ package procedure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
+	"github.com/hybridctl/hybridctl/internal/provision/inventory"
 )
 
 // nodesReadyPhase waits until a set of the spec's nodes are registered
@@ -98,6 +100,38 @@ func nodesNotReady(items []corev1.Node, want []string) ([]string, map[string]boo
 		}
 	}
 	return out, registered
+}
+
+// Diff implements engine.Differ. Waiting changes nothing; but with vswitch
+// set, a Windows node registered and not Ready may get its kubelet
+// restarted: diff names each such node (a node not registered yet is the
+// join's to change).
+func (p *nodesReadyPhase) Diff(ctx context.Context, h engine.Host) ([]engine.Change, error) {
+	want := p.names()
+	if p.vswitch == nil || len(want) == 0 {
+		return nil, nil
+	}
+	client, err := clientFor(ctx, p.restConfig, p.title)
+	if errors.Is(err, inventory.ErrNoCluster) {
+		return nil, nil // no cluster yet: its nodes join first
+	}
+	if err != nil {
+		return nil, err
+	}
+	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing Nodes: %w", err)
+	}
+	pending, unready := nodesNotReady(list.Items, want)
+	var out []engine.Change
+	for _, line := range pending {
+		name, _, _ := strings.Cut(line, " ")
+		if unready[name] {
+			out = append(out, engine.Change{Phase: p.title, Host: h.Name, Action: engine.ActionRun,
+				Summary: fmt.Sprintf("%s: if it is still not Ready %s after Calico's HNS network exists, its kubelet is restarted, once per network", line, p.vswitch.after)})
+		}
+	}
+	return out, nil
 }
 
 func (p *nodesReadyPhase) Run(ctx context.Context, _ engine.Host) error {

@@ -2,6 +2,7 @@ package procedure
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -234,5 +235,66 @@ func TestVSwitchScript(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("script lacks %q", want)
 		}
+	}
+}
+
+// TestWindowsNodesReadyDiff, against the real API server: apply's
+// windows-nodes-ready only waits, except that it may restart the kubelet
+// of a registered Windows node that is not Ready; hybridctl diff names
+// each such node and nothing else (a Ready node, one not registered yet,
+// the Linux nodes), and a phase without the restart (linux-nodes-ready)
+// has nothing to show.
+func TestWindowsNodesReadyDiff(t *testing.T) {
+	env := testenv.Get(t)
+	cs, err := kubernetes.NewForConfig(env.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hosts := []engine.Host{{Name: "vd-master", Role: engine.RoleControlPlane, OS: engine.Linux},
+		{Name: "vd-win-a", Role: engine.RoleWorker, OS: engine.Windows}, {Name: "vd-win-b", Role: engine.RoleWorker, OS: engine.Windows},
+		{Name: "vd-win-c", Role: engine.RoleWorker, OS: engine.Windows}}
+	for name, status := range map[string]corev1.ConditionStatus{"vd-master": corev1.ConditionFalse, "vd-win-a": corev1.ConditionFalse, "vd-win-b": corev1.ConditionTrue} {
+		n := nodeWithReady(name, "", "")
+		created, err := cs.CoreV1().Nodes().Create(ctx, &n, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created.Status.Conditions = nodeWithReady(name, status, "cni plugin not initialized").Status.Conditions
+		if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	}
+	d := Deps{Hosts: hosts, Connect: func(context.Context, string) (*transport.Client, error) { return nil, errors.New("no SSH in diff") },
+		RESTConfig: func(context.Context) (*rest.Config, error) { return env.AdminConfig(), nil }}
+	var phases []engine.Phase
+	for _, x := range applyDefs() {
+		if x.Name == "windows-nodes-ready" || x.Name == "linux-nodes-ready" {
+			impl, err := x.bind(&applyBinding{d: d.withDefaults()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			desc := x.Descriptor
+			desc.After = nil
+			phases = append(phases, engine.Bind(desc, impl))
+		}
+	}
+	e, err := engine.New(phases, hosts, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes, err := e.Diff(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range changes {
+		got = append(got, c.Phase+" "+c.Host+" "+c.Action+": "+c.Summary)
+	}
+	want := "windows-nodes-ready cluster run: vd-win-a (Ready=False: cni plugin not initialized): if it is still not Ready 3m0s after Calico's HNS network exists, its kubelet is restarted, once per network"
+	if strings.Join(got, "\n") != want {
+		t.Errorf("diff:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
 	}
 }
