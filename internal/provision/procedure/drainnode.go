@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
 )
@@ -226,29 +228,80 @@ func (d *drainer) evict(ctx context.Context, p corev1.Pod) error {
 				p = *fresh
 			}
 			continue
-		default:
-			if ctx.Err() != nil {
+		case ctx.Err() != nil:
+			return timedOut()
+		case transientAPIError(err):
+			// The API server restarting (a control plane's upgrade, a
+			// load balancer moving): asked again until the timeout.
+			refused = err
+			select {
+			case <-ctx.Done():
 				return timedOut()
+			case <-time.After(d.evictRetry):
 			}
+			continue
+		default:
 			return fmt.Errorf("evicting pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
 		break
 	}
-	// Evicted: wait until it is gone or another pod took its name.
+	// Evicted: wait until it is gone or another pod took its name; an API
+	// server that does not answer for a while is asked again.
+	var last error
 	for {
 		cur, err := pods.Get(ctx, p.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err), err == nil && cur.UID != p.UID:
 			return nil
-		case err != nil && ctx.Err() == nil:
+		case err != nil && ctx.Err() == nil && !transientAPIError(err):
 			return fmt.Errorf("waiting for pod %s/%s to terminate: %w", p.Namespace, p.Name, err)
+		case err != nil:
+			last = err
 		}
 		select {
 		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("waiting for pod %s/%s to terminate: not gone within %s (the API server's last answer: %w)", p.Namespace, p.Name, d.timeout, last)
+			}
 			return fmt.Errorf("waiting for pod %s/%s to terminate: not gone within %s", p.Namespace, p.Name, d.timeout)
 		case <-time.After(d.poll):
 		}
 	}
+}
+
+// retryTransient calls call until it succeeds, fails otherwise than with a
+// transientAPIError, or limit has passed (then it returns the last error).
+func retryTransient(ctx context.Context, limit, poll time.Duration, call func(ctx context.Context) error) error {
+	deadline := time.Now().Add(limit)
+	for {
+		err := call(ctx)
+		if !transientAPIError(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(poll):
+		}
+	}
+}
+
+// transientAPIError says whether err is the API server not answering for
+// now (connection refused or reset, a timeout, 429, 500, 503, 504) rather
+// than an answer about the object: worth asking again.
+func transientAPIError(err error) bool {
+	if err == nil {
+		return false
+	}
+	if apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsServiceUnavailable(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsTooManyRequests(err) {
+		return true
+	}
+	if utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // refusingBudget names the PodDisruptionBudgets that refused evicting p

@@ -31,6 +31,11 @@ const (
 	restartKubelet     = "systemctl daemon-reload && systemctl restart kubelet"
 )
 
+// transientLimit is how long an upgrade step asks the API server again
+// when it does not answer (transientAPIError) before it gives up: long
+// enough for an API server's restart.
+const transientLimit = 2 * time.Minute
+
 // upgradeNodePhase upgrades nodes of one role to the new version, Limit
 // of them at once (control planes one at a time): each node is skipped
 // when its kubelet already runs the version and it is schedulable (or
@@ -86,7 +91,11 @@ func (p *upgradeNodePhase) ShouldRun(ctx context.Context, h engine.Host) (bool, 
 	if err != nil {
 		return false, "", err
 	}
-	n, err := client.CoreV1().Nodes().Get(ctx, h.Name, metav1.GetOptions{})
+	var n *corev1.Node
+	err = retryTransient(ctx, transientLimit, p.poll, func(ctx context.Context) (err error) {
+		n, err = client.CoreV1().Nodes().Get(ctx, h.Name, metav1.GetOptions{})
+		return err
+	})
 	if apierrors.IsNotFound(err) {
 		return false, "not a member of the cluster: hybridctl apply joins it (at the spec's version)", nil
 	}
@@ -302,7 +311,10 @@ func cordoned(err error, node string) error {
 // it; it returns what the drain evicted, read just before the evictions.
 func (p *upgradeNodePhase) cordonAndDrain(ctx context.Context, client kubeclient.Interface, node string) (*evicted, error) {
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}},"spec":{"unschedulable":true}}`, UpgradeAnnotation)
-	if _, err := client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if err := retryTransient(ctx, transientLimit, p.poll, func(ctx context.Context) error {
+		_, err := client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}); err != nil {
 		return nil, fmt.Errorf("cordon %s: %w", node, err)
 	}
 	ev := &evicted{node: node}
@@ -354,7 +366,10 @@ func (p *upgradeNodePhase) readyAndUncordon(ctx context.Context, client kubeclie
 		}
 	}
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}},"spec":{"unschedulable":null}}`, UpgradeAnnotation)
-	if _, err := client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if err := retryTransient(ctx, transientLimit, p.poll, func(ctx context.Context) error {
+		_, err := client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}); err != nil {
 		return fmt.Errorf("uncordon %s: %w", node, err)
 	}
 	return nil
