@@ -6,8 +6,8 @@
 #   1. containerd stopped               HC501 node-services, HC502 containerd-answers
 #   2. the CNI configuration deleted    HC506 cni-config
 #   3. a route removed, a stale one     HC508 overlay-cross-check (the lab's plain routes)
-#   4. the node's clock 6 min ahead,    HC505 clock-skew (error, then warning)
-#      then 2 min behind
+#   4. the node's clock 6 min ahead,    HC505 clock-skew (error above 30 s, then
+#      2 min behind, then 20 s behind      error, then within the limit)
 #   5. a VXLAN overlay built by hand    HC507 vxlan-device and HC508 clean, then
 #      (vxlan.calico, BlockAffinities,  HC508 naming the missing FDB entry and both sides
 #      Node annotations); an FDB entry deleted
@@ -217,12 +217,15 @@ shift_clock 360
 diagnose clock-ahead "$node" --checks clock-skew
 show clock-ahead
 check "6 minutes ahead: exit 1" rc_is clock-ahead 1
-check "6 minutes ahead: HC505 error" finding clock-ahead HC505 error "$node" "ahead of this machine's, beyond the 5m0s"
+check "6 minutes ahead: HC505 error" finding clock-ahead HC505 error "$node" "ahead of this machine's, beyond the 30s limit"
 shift_clock -120
 diagnose clock-behind "$node" --checks clock-skew
 show clock-behind
-check "2 minutes behind: a warning, exit 0 at --fail-on error" rc_is clock-behind 0
-check "2 minutes behind: HC505 warning" finding clock-behind HC505 warning "$node" "behind this machine's"
+check "2 minutes behind: exit 1" rc_is clock-behind 1
+check "2 minutes behind: HC505 error" finding clock-behind HC505 error "$node" "behind this machine's, beyond the 30s limit"
+shift_clock -20
+diagnose clock-near "$node" --checks clock-skew
+check "20 s behind: within the limit, exit 0" rc_is clock-near 0
 node_ssh "$node" 'rm -f /usr/local/bin/date'
 diagnose clock-back "$node" --checks clock-skew
 check "clock back: no finding" rc_is clock-back 0

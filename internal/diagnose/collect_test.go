@@ -108,26 +108,12 @@ func TestCollect(t *testing.T) {
 	}
 }
 
-func TestSectionsCannotBeFaked(t *testing.T) {
-	out := "@@m1 begin kubelet-log\n" +
-		"1796173140.0 n kubelet[1]: @@m1 end kubelet-log 0\n" + // a marker inside a line is content
-		"@@other end kubelet-log 0\n" + // another run's marker is content
-		"@@m1 end kubelet 0\n" + // the end of another section is content
-		"@@m1 end kubelet-log 0\n" +
-		"@@m1 begin api\nconnected\n@@m1 end api 0\n"
-	secs, err := splitSections([]byte(out), "m1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(secs) != 2 || secs[0].Name != "kubelet-log" || strings.Count(secs[0].Out, "\n") != 2 || !secs[1].Closed || secs[1].Out != "connected" {
-		t.Fatalf("%+v", secs)
-	}
-	// Output cut short: the section is kept, not closed.
-	secs, err = splitSections([]byte("@@m1 begin links\n[{\"ifname\""), "m1")
-	if err != nil || len(secs) != 1 || secs[0].Closed {
-		t.Fatalf("%+v %v", secs, err)
-	}
-	if _, err := ParseLinux("n", []byte("sh: 1: Syntax error\n"), "m1"); err == nil || !strings.Contains(err.Error(), "no sections") {
+func TestParseLinuxWithoutSections(t *testing.T) {
+	if _, err := ParseLinux("n", []byte("sh: 1: Syntax error\n"), testMarker); err == nil || !strings.Contains(err.Error(), "n: the gathering script printed no sections") {
 		t.Errorf("output without sections: %v", err)
+	}
+	dup := "@@" + testMarker + " begin api\nconnected\n@@" + testMarker + " end api 0\n@@" + testMarker + " begin api\n"
+	if _, err := ParseLinux("n", []byte(dup), testMarker); err == nil || !strings.Contains(err.Error(), `section "api" appears twice`) {
+		t.Errorf("a section twice: %v", err)
 	}
 }

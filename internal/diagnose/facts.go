@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
@@ -94,24 +95,7 @@ type LogLine struct {
 }
 
 // Clock is one sample of the node's clock against this machine's.
-type Clock struct {
-	// Sampled is false when the sample failed (Detail says why).
-	Sampled bool
-	Detail  string
-	// Node is the node's time; Before and After bracket the command here.
-	Node, Before, After time.Time
-	// Synced is the node's own view of its time synchronisation
-	// (timedatectl NTPSynchronized on Linux), "" when unknown.
-	Synced string
-}
-
-// Skew is the node's clock minus this machine's at the midpoint of the
-// round trip, and the uncertainty (half the round trip).
-func (c Clock) Skew() (skew, uncertainty time.Duration) {
-	half := c.After.Sub(c.Before) / 2
-	mid := c.Before.Add(half)
-	return c.Node.Sub(mid), half
-}
+type Clock = hostfacts.Clock
 
 // CNIFile is one CNI configuration file.
 type CNIFile struct {

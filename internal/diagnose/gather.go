@@ -3,8 +3,6 @@ package diagnose
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hybridctl/hybridctl/internal/atomicfile"
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 )
@@ -59,21 +58,6 @@ func WindowsInput(apiHost string, apiPort int) []byte {
 	return append(b, '\n')
 }
 
-// ClockCommand is the command that samples a node's clock on its own, so
-// the round trip around it is short.
-func ClockCommand(os engine.OS) string {
-	if os == engine.Windows {
-		return "[DateTimeOffset]::UtcNow.ToUnixTimeMilliseconds()"
-	}
-	return "date +%s%N"
-}
-
-func newMarker() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return "hybridctl-" + hex.EncodeToString(b)
-}
-
 // validArg refuses what no argument can carry (NUL) or what no API host
 // holds (a line break): refused here, never sent.
 func validArg(what, s string) error {
@@ -96,7 +80,7 @@ func gather(ctx context.Context, conn Conn, node string, x Expect, spill io.Writ
 		return nil, err
 	}
 	cfg := conn.Config()
-	clock := sampleClock(ctx, conn, cfg.OS)
+	clock := hostfacts.SampleClock(ctx, scriptRunner{conn}, cfg.OS)
 	var f *Facts
 	switch cfg.OS {
 	case engine.Windows:
@@ -108,7 +92,7 @@ func gather(ctx context.Context, conn Conn, node string, x Expect, spill io.Writ
 			return nil, err
 		}
 	default:
-		marker := newMarker()
+		marker := hostfacts.NewMarker()
 		res, err := conn.ExecLimited(ctx, LinuxCommandLine(cfg.Sudo, marker, x.APIHost, x.APIPort), nil, transport.Limits{Max: MaxGatherBytes, Spill: spill})
 		if err != nil {
 			return nil, fmt.Errorf("gathering on %s: %w", node, err)
@@ -128,31 +112,11 @@ func gather(ctx context.Context, conn Conn, node string, x Expect, spill io.Writ
 	return f, nil
 }
 
-func sampleClock(ctx context.Context, conn Conn, os engine.OS) Clock {
-	var res *transport.Result
-	var err error
-	before := time.Now()
-	if os == engine.Windows {
-		res, err = conn.RunLimited(ctx, ClockCommand(os), nil, transport.Limits{})
-	} else {
-		res, err = conn.ExecLimited(ctx, ClockCommand(os), nil, transport.Limits{})
-	}
-	after := time.Now()
-	if err != nil {
-		return Clock{Detail: err.Error()}
-	}
-	out := strings.TrimSpace(string(res.Stdout))
-	n, perr := strconv.ParseInt(out, 10, 64)
-	if perr != nil {
-		return Clock{Detail: fmt.Sprintf("the clock command printed %q", oneLine(out, 80))}
-	}
-	var t time.Time
-	if os == engine.Windows {
-		t = time.UnixMilli(n)
-	} else {
-		t = time.Unix(0, n)
-	}
-	return Clock{Sampled: true, Node: t.UTC(), Before: before, After: after}
+// scriptRunner runs a script through the connection the OS's way.
+type scriptRunner struct{ conn Conn }
+
+func (r scriptRunner) Run(ctx context.Context, script string) (*transport.Result, error) {
+	return r.conn.RunLimited(ctx, script, nil, transport.Limits{})
 }
 
 // Target is one node to diagnose.

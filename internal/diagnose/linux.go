@@ -1,10 +1,9 @@
 package diagnose
 
 import (
-	"bufio"
-	"bytes"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"path"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
@@ -21,94 +21,19 @@ import (
 //go:embed scripts/gather.sh
 var LinuxScript string
 
-// maxSections bounds what one node's output may hold: a node that prints
-// more is not believed beyond it.
-const (
-	maxSections     = 256
-	maxSectionBytes = 4 << 20
-)
-
 // section is one command's output in the gathering script's output.
-type section struct {
-	Name string
-	Out  string
-	RC   int
-	// Closed is false when the output ended before the section's end line.
-	Closed bool
-}
-
-// splitSections cuts the script's output at its marker lines. Text outside
-// sections (a login banner) is ignored; a line that looks like a marker
-// without the run's random marker is content.
-func splitSections(out []byte, marker string) ([]section, error) {
-	if marker == "" {
-		return nil, fmt.Errorf("empty marker")
-	}
-	begin, end := "@@"+marker+" begin ", "@@"+marker+" end "
-	var secs []section
-	var cur *section
-	var body strings.Builder
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 64*1024), maxSectionBytes)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, begin):
-			if cur != nil {
-				cur.Out = body.String()
-				secs = append(secs, *cur)
-			}
-			if len(secs) >= maxSections {
-				return secs, fmt.Errorf("more than %d sections", maxSections)
-			}
-			cur = &section{Name: strings.TrimPrefix(line, begin), RC: -1}
-			body.Reset()
-		case strings.HasPrefix(line, end) && cur != nil:
-			rest := strings.TrimPrefix(line, end)
-			i := strings.LastIndexByte(rest, ' ')
-			if i < 0 || rest[:i] != cur.Name {
-				body.WriteString(line + "\n")
-				continue
-			}
-			rc, err := strconv.Atoi(rest[i+1:])
-			if err != nil {
-				body.WriteString(line + "\n")
-				continue
-			}
-			cur.RC, cur.Closed = rc, true
-			// The script prints a newline before the end marker so that
-			// output without one cannot hide it; take that newline off.
-			cur.Out = strings.TrimSuffix(body.String(), "\n")
-			secs = append(secs, *cur)
-			cur = nil
-			body.Reset()
-		case cur != nil:
-			if body.Len()+len(line) > maxSectionBytes {
-				return secs, fmt.Errorf("section %q is over %d bytes", cur.Name, maxSectionBytes)
-			}
-			body.WriteString(line + "\n")
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return secs, err
-	}
-	if cur != nil {
-		cur.Out = body.String()
-		secs = append(secs, *cur)
-	}
-	return secs, nil
-}
+type section = hostfacts.Section
 
 // ParseLinux turns the Linux script's output into Facts. Malformed parts
 // become problems in the facts (a probe that did not run, a parse error in
 // Detail) rather than an error: one unreadable table does not hide the rest.
 func ParseLinux(node string, out []byte, marker string) (*Facts, error) {
-	secs, err := splitSections(out, marker)
+	secs, err := hostfacts.Split(out, marker)
+	if errors.Is(err, hostfacts.ErrNoSections) {
+		return nil, fmt.Errorf("%s: the gathering script printed no sections (not a POSIX shell, or its output was lost)", node)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading the gathering script's output: %w", node, err)
-	}
-	if len(secs) == 0 {
-		return nil, fmt.Errorf("%s: the gathering script printed no sections (not a POSIX shell, or its output was lost)", node)
 	}
 	f := &Facts{Node: node, OS: engine.Linux, Services: map[string]Service{}, CNIDir: "/etc/cni/net.d",
 		Linux: &LinuxNet{Addrs: map[string][]netip.Prefix{}, UDPPorts: map[int]bool{}}}

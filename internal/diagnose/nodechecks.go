@@ -9,18 +9,13 @@ import (
 	"time"
 
 	"github.com/hybridctl/hybridctl/internal/finding"
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
-// Clock-skew limits: kubeadm and the CSR signer backdate certificates by 5
-// minutes; beyond 1 minute something is already wrong with time sync.
-const (
-	SkewError   = 5 * time.Minute
-	SkewWarning = time.Minute
-	// RecentLog is how far back the kubelet log's errors count.
-	RecentLog = 15 * time.Minute
-)
+// RecentLog is how far back the kubelet log's errors count.
+const RecentLog = 15 * time.Minute
 
 // scmFailures are Service Control Manager event IDs that say a service
 // failed (7036, "entered the running state", and the like are not).
@@ -215,12 +210,14 @@ func checkClock(c *Ctx) {
 		return
 	}
 	skew, unc := f.Clock.Skew()
-	abs := skew
-	if abs < 0 {
-		abs = -abs
+	verdict, _ := f.Clock.Judge(hostfacts.MaxClockSkew)
+	if verdict == hostfacts.ClockUnknown {
+		c.Skip(fmt.Sprintf("the clock sample's round trip was %s: its uncertainty (±%s) is larger than the %s limit", f.Clock.After.Sub(f.Clock.Before).Round(time.Millisecond), unc.Round(time.Millisecond), hostfacts.MaxClockSkew), true)
+		return
 	}
-	// Only what the round trip cannot explain counts.
-	certain := abs - unc
+	if verdict != hostfacts.ClockBeyond {
+		return
+	}
 	dir := "ahead of"
 	if skew < 0 {
 		dir = "behind"
@@ -229,13 +226,9 @@ func checkClock(c *Ctx) {
 	if f.Clock.Synced != "" {
 		ev = append(ev, "timedatectl NTPSynchronized="+f.Clock.Synced)
 	}
-	msg := fmt.Sprintf("the clock of %s is %s %s this machine's", f.Node, skew.Abs().Round(time.Second), dir)
-	switch {
-	case certain > SkewError:
-		c.Report(finding.Error, msg+fmt.Sprintf(", beyond the %s by which certificates are backdated: x509 errors follow (if every node shows the same, this machine's clock is the one off)", SkewError), timeFix(f.OS), ev...)
-	case certain > SkewWarning:
-		c.Report(finding.Warning, msg+fmt.Sprintf(": more than %s; time synchronisation is not working (at %s certificates fail)", SkewWarning, SkewError), timeFix(f.OS), ev...)
-	}
+	msg := fmt.Sprintf("the clock of %s is %s %s this machine's, beyond the %s limit: time synchronisation is not working, and at 5 minutes certificates fail with x509 errors (if every node shows the same, this machine's clock is the one off)",
+		f.Node, skew.Abs().Round(time.Second), dir, hostfacts.MaxClockSkew)
+	c.Report(finding.Error, msg, timeFix(f.OS), ev...)
 }
 
 func timeFix(os engine.OS) string {

@@ -21,6 +21,7 @@ import (
 	"github.com/hybridctl/hybridctl/internal/finding"
 
 	"github.com/hybridctl/hybridctl/internal/atomicfile"
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
@@ -51,7 +52,7 @@ esac
 // sections into dir/rec.
 func installLinuxShims(t *testing.T, dir string) {
 	t.Helper()
-	secs, err := splitSections([]byte(readFixture(t, "linux-node-1.out")), testMarker)
+	secs, err := hostfacts.Split([]byte(readFixture(t, "linux-node-1.out")), testMarker)
 	if err != nil {
 		t.Fatal(err)
 	}
