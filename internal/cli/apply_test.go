@@ -104,6 +104,23 @@ func TestApplyPreflightOverSSH(t *testing.T) {
 	t.Setenv("SSH_AUTH_SOCK", "")
 	key := sshtest.NewKey(t)
 	srv := sshtest.Start(t, key.Signer.PublicKey())
+	// The Windows node's answer: the repository's powershell stand-in
+	// decodes the command; the clock command gets this machine's clock, the
+	// facts script one empty section in the run's own marker (a Windows
+	// host that could read nothing of what preflight asks).
+	real, err := os.ReadFile(filepath.Join(srv.Dir, "bin", "powershell"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Shim("powershell-real", string(real))
+	srv.Shim("powershell", `#!/bin/sh
+script=$(powershell-real "$@") || exit $?
+case "$script" in
+*'[DateTimeOffset]::UtcNow.ToUnixTimeMilliseconds()'*) echo $(($(date +%s%N) / 1000000)); exit 0 ;;
+esac
+m=$(printf '%s\n' "$script" | sed -n "s/^[$]hfM = '\\([A-Za-z0-9-]*\\)'.*/\\1/p")
+printf '\n@@%s begin hostname\n\n@@%s end hostname 0\n' "$m" "$m"
+`)
 	host, port, _ := strings.Cut(srv.Addr, ":")
 	re := regexp.MustCompile(`ssh: \{user: (\w+)\}`)
 	spec := re.ReplaceAllString(string(examples.Lab), "ssh: {user: $1, host: "+host+", port: "+port+"}")

@@ -88,7 +88,7 @@ func TestRenderedScriptsParse(t *testing.T) {
 }
 
 // TestTransportCommandsParse sends the transport's own Windows commands
-// (the fact gathering of preflight, uploads with and without the ACL, the
+// (the clock sample and fact gathering of preflight, uploads with and without the ACL, the
 // boot id) to the in-process SSH server and parses what arrives, decoded
 // from the -EncodedCommand on the server side.
 func TestTransportCommandsParse(t *testing.T) {
@@ -118,17 +118,21 @@ func TestTransportCommandsParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	scripts := Decoded(t, srv.Commands())
-	if len(scripts) != 5 {
-		t.Fatalf("%d commands arrived, want 5", len(scripts))
+	// Each gathering: the clock command, then the facts script.
+	if len(scripts) != 7 {
+		t.Fatalf("%d commands arrived, want 7", len(scripts))
 	}
-	if !strings.Contains(scripts[1].Text, "s resolve; '192.168.10.23'") {
-		t.Errorf("an address as the API endpoint is not looked up in DNS:\n%s", scripts[1].Text)
+	if !strings.Contains(scripts[0].Text, "[DateTimeOffset]::UtcNow.ToUnixTimeMilliseconds()") || !strings.Contains(scripts[2].Text, "[DateTimeOffset]::UtcNow.ToUnixTimeMilliseconds()") {
+		t.Errorf("the clock is not sampled before each gathering:\n%s\n%s", scripts[0].Text, scripts[2].Text)
 	}
-	if !strings.Contains(scripts[2].Text, "[System.IO.FileMode]::CreateNew") || strings.Contains(scripts[2].Text, "icacls") {
-		t.Errorf("the 0600 upload creates its file with the restricted ACL, and changes no ACL after:\n%s", scripts[2].Text)
+	if !strings.Contains(scripts[3].Text, "s resolve; '192.168.10.23'") {
+		t.Errorf("an address as the API endpoint is not looked up in DNS:\n%s", scripts[3].Text)
 	}
-	if !strings.Contains(scripts[3].Text, "Invoke-Native 'icacls.exe' @($dst, '/reset')") {
-		t.Errorf("the 0644 upload gives the inherited permissions through Invoke-Native:\n%s", scripts[3].Text)
+	if !strings.Contains(scripts[4].Text, "[System.IO.FileMode]::CreateNew") || strings.Contains(scripts[4].Text, "icacls") {
+		t.Errorf("the 0600 upload creates its file with the restricted ACL, and changes no ACL after:\n%s", scripts[4].Text)
+	}
+	if !strings.Contains(scripts[5].Text, "Invoke-Native 'icacls.exe' @($dst, '/reset')") {
+		t.Errorf("the 0644 upload gives the inherited permissions through Invoke-Native:\n%s", scripts[5].Text)
 	}
 	Check(t, scripts...)
 }

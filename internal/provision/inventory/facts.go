@@ -6,15 +6,12 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
-	"github.com/hybridctl/hybridctl/internal/provision/preflight"
-	"github.com/hybridctl/hybridctl/internal/provision/transport"
 )
 
 // Runner runs a read-only script on one host (transport.Client does).
-type Runner interface {
-	Run(ctx context.Context, script string) (*transport.Result, error)
-}
+type Runner = hostfacts.Runner
 
 // Facts are what a host reports about its Kubernetes installation. Empty
 // strings mean "not there or not readable".
@@ -38,11 +35,10 @@ type Facts struct {
 const fileLimit = 256 << 10
 
 // LinuxScript reads the facts of a Linux host; it changes nothing. It runs
-// as root (kubelet's directory is root's).
-func LinuxScript() string {
-	return fmt.Sprintf(`set +e
-s() { echo "### hybridctl $1"; }
-s kubelet-conf; test -e /etc/kubernetes/kubelet.conf && echo present
+// as root (kubelet's directory is root's). marker is the run's
+// (hostfacts.NewMarker).
+func LinuxScript(marker string) string {
+	return "set +e\n" + hostfacts.ShellFunc(marker) + fmt.Sprintf(`s kubelet-conf; test -e /etc/kubernetes/kubelet.conf && echo present
 s admin-conf; test -e /etc/kubernetes/admin.conf && echo present
 s kubelet-version; kubelet --version 2>/dev/null
 s kubeadm-version; kubeadm version -o short 2>/dev/null
@@ -54,14 +50,14 @@ s kubeadm-flags; head -c %[1]d /var/lib/kubelet/kubeadm-flags.env 2>/dev/null
 s sysctl; for k in %[2]s; do printf '%%s=%%s\n' "$k" "$(sysctl -n "$k" 2>/dev/null)"; done
 s swaps; tail -n +2 /proc/swaps 2>/dev/null
 s end
+s
 `, fileLimit, strings.Join(SysctlKeys(), " "))
 }
 
 // WindowsScript reads the facts of a Windows host (PowerShell; transport
-// encodes it); it changes nothing.
-func WindowsScript() string {
-	return fmt.Sprintf(`function s($n) { Write-Output "### hybridctl $n" }
-$ErrorActionPreference = 'SilentlyContinue'
+// encodes it); it changes nothing. marker is the run's (hostfacts.NewMarker).
+func WindowsScript(marker string) string {
+	return hostfacts.PowerShellFunc(marker) + fmt.Sprintf(`$ErrorActionPreference = 'SilentlyContinue'
 function Read-Head($p) { if (Test-Path -LiteralPath $p) { $t = [IO.File]::ReadAllText($p); if ($t.Length -gt %[1]d) { $t.Substring(0, %[1]d) } else { $t } } }
 s kubelet-conf; if (Test-Path C:\etc\kubernetes\kubelet.conf) { 'present' }
 s kubelet-version; if (Test-Path C:\k\kubelet.exe) { & C:\k\kubelet.exe --version }
@@ -72,6 +68,7 @@ s containerd-config; Read-Head (Join-Path $env:ProgramFiles 'containerd\config.t
 s kubelet-config; Read-Head 'C:\var\lib\kubelet\config.yaml'
 s kubeadm-flags; Read-Head 'C:\var\lib\kubelet\kubeadm-flags.env'
 s end
+s
 $global:LASTEXITCODE = 0
 `, fileLimit)
 }
@@ -84,19 +81,20 @@ func SysctlKeys() []string {
 
 // Gather reads a host's facts.
 func Gather(ctx context.Context, r Runner, h engine.Host) (*Facts, error) {
-	script := LinuxScript()
+	marker := hostfacts.NewMarker()
+	script := LinuxScript(marker)
 	if h.OS == engine.Windows {
-		script = WindowsScript()
+		script = WindowsScript(marker)
 	}
 	res, err := r.Run(ctx, script)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", h.Name, err)
 	}
-	out := string(res.Stdout)
-	if !strings.Contains(out, "### hybridctl end") {
-		return nil, fmt.Errorf("reading %s: the facts script ended early (no end marker)", h.Name)
+	f, err := Parse(string(res.Stdout), marker)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", h.Name, err)
 	}
-	return Parse(out), nil
+	return f, nil
 }
 
 var (
@@ -117,9 +115,21 @@ func version(s string) string {
 	return "v" + m[1]
 }
 
-// Parse reads the facts script's output.
-func Parse(out string) *Facts {
-	secs := preflight.Sections(out)
+// Parse reads the output of the facts script run with marker. An output
+// without the closed end section (the script ended early), or with a
+// section twice, is an error.
+func Parse(out, marker string) (*Facts, error) {
+	split, err := hostfacts.Split([]byte(out), marker)
+	if err != nil {
+		return nil, fmt.Errorf("the facts script's output: %w", err)
+	}
+	if end, ok := hostfacts.ByName(split)["end"]; !ok || !end.Closed {
+		return nil, fmt.Errorf("the facts script ended early (no end section)")
+	}
+	secs := map[string]string{}
+	for _, s := range split {
+		secs[s.Name] = s.Out
+	}
 	first := func(name string) string {
 		line, _, _ := strings.Cut(strings.TrimSpace(secs[name]), "\n")
 		return strings.TrimSpace(line)
@@ -142,5 +152,5 @@ func Parse(out string) *Facts {
 		}
 	}
 	f.Swap = strings.TrimSpace(secs["swaps"]) != ""
-	return f
+	return f, nil
 }

@@ -33,7 +33,7 @@ func readFile(t *testing.T, name string) string {
 // Parse reads each program's version from what it prints, the files whole,
 // the kernel settings and swap.
 func TestParse(t *testing.T) {
-	f := Parse(factsOutput(
+	f := parse(t, factsOutput(
 		"kubelet-conf", "present",
 		"admin-conf", "",
 		"kubelet-version", "Kubernetes v1.36.3",
@@ -55,7 +55,7 @@ func TestParse(t *testing.T) {
 	if f.Sysctl["net.ipv4.ip_forward"] != "1" || f.Sysctl["net.bridge.bridge-nf-call-iptables"] != "0" || !f.Swap {
 		t.Errorf("sysctl %v swap %v", f.Sysctl, f.Swap)
 	}
-	empty := Parse(factsOutput("kubelet-version", "kubelet: command not found", "swaps", ""))
+	empty := parse(t, factsOutput("kubelet-version", "kubelet: command not found", "swaps", ""))
 	if empty.Kubelet != "" || empty.Swap || empty.KubeletConf {
 		t.Errorf("nothing installed: %+v", empty)
 	}

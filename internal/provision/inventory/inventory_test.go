@@ -105,17 +105,23 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// fakeRunner answers the facts script with canned output per host.
+// fakeRunner answers the facts script with canned output per host,
+// sections written as for wire and put in the protocol with the script's
+// own marker.
 type fakeRunner struct {
 	out string
 	err error
 }
 
-func (f fakeRunner) Run(context.Context, string) (*transport.Result, error) {
+func (f fakeRunner) Run(_ context.Context, script string) (*transport.Result, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
-	return &transport.Result{Stdout: []byte(f.out)}, nil
+	m := scriptMarker.FindStringSubmatch(script)
+	if m == nil {
+		return nil, errors.New("no marker in the script")
+	}
+	return &transport.Result{Stdout: []byte(wire(m[1], f.out))}, nil
 }
 
 // Discover against the real API server holding the guide's lab: every spec

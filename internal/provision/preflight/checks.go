@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hybridctl/hybridctl/internal/finding"
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/suggest"
@@ -79,9 +80,6 @@ type Expect struct {
 	// addresses it must resolve to (the control-plane nodes').
 	APIName      string
 	APIAddresses []string
-	// MaxClockSkew above which a host's clock is an error (default 30s;
-	// half of it is a warning).
-	MaxClockSkew time.Duration
 	// ContainerdMin is the least containerd ("2.0") the kubelet requires
 	// when the Linux nodes install the distribution's package
 	// (packages.source upstream); empty: not checked. ContainerdFor names
@@ -189,7 +187,7 @@ func Checks() []Check {
 		{name: CheckTimeSync, scope: ScopePrepared, Severity: "error", check: checkTimeSync,
 			Doc: "the clock is synchronised (timedatectl; w32tm's source is not the local CMOS clock)"},
 		{name: CheckClockSkew, scope: ScopePrepared, Severity: "warning/error", check: checkClockSkew,
-			Doc: "the host's clock against this machine's (over half the limit a warning, over 30 s an error)"},
+			Doc: "the host's clock against this machine's, sampled by a command of its own (over 15 s a warning, over 30 s an error, unmeasurable a warning)"},
 		{name: CheckAPIName, scope: ScopePrepared, Severity: "error", check: checkAPIName,
 			Doc: "the API name resolves on the node to a control-plane address"},
 		{name: CheckPortFree, scope: ScopeNode, Severity: "error", check: checkPortFree,
@@ -473,25 +471,28 @@ func checkTimeSync(in Input) (warnings, errs []error) {
 	return warnings, errs
 }
 
+// checkClockSkew applies the one clock limit, hostfacts.MaxClockSkew:
+// beyond it an error, beyond half of it a warning; a skew that could not be
+// measured, or only within an uncertainty larger than the limit, is a
+// warning that says so, never a pass.
 func checkClockSkew(in Input) (warnings, errs []error) {
-	f := in.Facts
-	maxSkew := in.Expect.MaxClockSkew
-	if maxSkew <= 0 {
-		maxSkew = 30 * time.Second
+	c := in.Facts.Clock
+	limit := hostfacts.MaxClockSkew
+	v, certain := c.Judge(limit)
+	skew, unc := c.Skew()
+	off := fmt.Sprintf("the clock is %s off this machine's", skew.Round(time.Millisecond))
+	if unc >= time.Millisecond {
+		off += fmt.Sprintf(" (±%s)", unc.Round(time.Millisecond))
 	}
-	if !f.ClockSkewKnown {
-		return nil, nil
-	}
-	skew := f.ClockSkew
-	if skew < 0 {
-		skew = -skew
-	}
-	// Whole seconds and the round trip make ±1s noise.
 	switch {
-	case skew > maxSkew:
-		errs = append(errs, fmt.Errorf("the clock is %s off this machine's", f.ClockSkew))
-	case skew > maxSkew/2 && skew > 2*time.Second:
-		warnings = append(warnings, fmt.Errorf("the clock is %s off this machine's", f.ClockSkew))
+	case v == hostfacts.ClockUnknown && !c.Sampled:
+		warnings = append(warnings, fmt.Errorf("could not measure the clock against this machine's: %s", c.Detail))
+	case v == hostfacts.ClockUnknown:
+		warnings = append(warnings, fmt.Errorf("could not measure the clock against this machine's: the sample's uncertainty (±%s) is larger than the %s limit", unc.Round(time.Millisecond), limit))
+	case v == hostfacts.ClockBeyond:
+		errs = append(errs, fmt.Errorf("%s, beyond the %s limit", off, limit))
+	case certain > limit/2:
+		warnings = append(warnings, fmt.Errorf("%s, more than half the %s limit", off, limit))
 	}
 	return warnings, errs
 }

@@ -3,28 +3,26 @@
 // OS and version, unique product_uuid and machine-id, swap, time sync, the
 // API name resolving to the control plane, required ports free.
 //
-// Gathering is one command per host whose output is split into sections;
-// the checks are pure functions of the gathered Facts, so they are tested
-// with table tests and the gathering against a real SSH server.
+// Gathering is one clock sample and one script per host, whose output is
+// split into sections by internal/hostfacts's marker protocol; the checks
+// are pure functions of the gathered Facts, so they are tested with table
+// tests and the gathering against a real SSH server.
 package preflight
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 )
 
 // Runner runs a script on one host (transport.Client implements it).
-type Runner interface {
-	Run(ctx context.Context, script string) (*transport.Result, error)
-}
+type Runner = hostfacts.Runner
 
 // Facts are what preflight learned about one host. Empty strings mean
 // "could not be determined"; checks report that rather than guess.
@@ -48,13 +46,9 @@ type Facts struct {
 	// source where the OS reports one (w32tm).
 	TimeSynced string
 	TimeSource string
-	// HostEpoch is the host's clock in Unix seconds (0: unknown).
-	HostEpoch int64
-	// ClockSkew is the host clock minus the local clock at the middle of
-	// the round trip, to the second (set by Gather when HostEpoch is known).
-	ClockSkew      time.Duration
-	ClockSkewKnown bool
-	RoundTrip      time.Duration
+	// Clock is the sample of the host's clock against this machine's,
+	// taken by a command of its own (hostfacts.SampleClock).
+	Clock hostfacts.Clock
 	// Resolved are the IPv4 addresses the API name resolves to on the host.
 	Resolved []string
 	// Listening are the TCP ports something listens on.
@@ -90,15 +84,16 @@ type Facts struct {
 	LanguageMode string
 }
 
-// Gather runs the fact-gathering script on one host.
+// Gather samples the host's clock, then runs the fact-gathering script on
+// it with a marker of this run.
 func Gather(ctx context.Context, r Runner, h engine.Host, apiName string) (*Facts, error) {
-	script := LinuxScript(apiName)
+	marker := hostfacts.NewMarker()
+	script := LinuxScript(marker, apiName)
 	if h.OS == engine.Windows {
-		script = WindowsScript(apiName)
+		script = WindowsScript(marker, apiName)
 	}
-	t0 := time.Now()
+	clock := hostfacts.SampleClock(ctx, r, h.OS)
 	res, err := r.Run(ctx, script)
-	rtt := time.Since(t0)
 	if err != nil {
 		return nil, fmt.Errorf("gathering facts: %w", err)
 	}
@@ -108,34 +103,24 @@ func Gather(ctx context.Context, r Runner, h engine.Host, apiName string) (*Fact
 		return nil, fmt.Errorf("gathering facts: %s sent %s (%d bytes) on standard output, more than the %s hybridctl reads whole; nothing of it was used",
 			h.Name, transport.MiB(res.StdoutBytes), res.StdoutBytes, transport.MiB(2*transport.DefaultKeep))
 	}
-	f := Parse(h, string(res.Stdout))
-	f.RoundTrip = rtt
-	if f.HostEpoch > 0 {
-		// The host read its clock somewhere within [t0, t0+rtt]; compare
-		// with the middle, to the second.
-		mid := t0.Add(rtt / 2)
-		f.ClockSkew = time.Unix(f.HostEpoch, 0).Sub(mid.Truncate(time.Second))
-		f.ClockSkewKnown = true
+	f, err := Parse(h, string(res.Stdout), marker)
+	if err != nil {
+		return nil, fmt.Errorf("gathering facts: %w", err)
 	}
+	f.Clock = clock
 	return f, nil
 }
 
-// section markers in the gathering scripts' output.
-const marker = "### hybridctl "
-
 // LinuxScript gathers Linux facts. Every source is optional: a missing
 // file or tool leaves its section empty. It needs no root except for
-// product_uuid (run it with sudo).
-func LinuxScript(apiName string) string {
-	return `set +e
-s() { echo "` + marker + `$1"; }
-s hostname; hostname 2>/dev/null
+// product_uuid (run it with sudo). marker is the run's (hostfacts.NewMarker).
+func LinuxScript(marker, apiName string) string {
+	return "set +e\n" + hostfacts.ShellFunc(marker) + `s hostname; hostname 2>/dev/null
 s os-release; cat /etc/os-release 2>/dev/null
 s product_uuid; cat /sys/class/dmi/id/product_uuid 2>/dev/null
 s machine-id; cat /etc/machine-id 2>/dev/null
 s swaps; cat /proc/swaps 2>/dev/null
 s ntp; timedatectl show -p NTPSynchronized --value 2>/dev/null
-s epoch; date -u +%s
 s resolve; getent ahostsv4 -- ` + transport.ShellQuote(apiName) + ` 2>/dev/null | awk '{print $1}' | sort -u
 s tcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null
 s kubelet-conf; test -e /etc/kubernetes/kubelet.conf && echo present
@@ -143,15 +128,14 @@ s container; systemd-detect-virt -c 2>/dev/null || cat /run/systemd/container 2>
 s cgroupfs; stat -f -c %T /sys/fs/cgroup 2>/dev/null
 s capbnd; awk '/^CapBnd:/ {print $2}' /proc/self/status 2>/dev/null
 s containerd-candidate; LC_ALL=C apt-cache policy containerd 2>/dev/null | awk '$1 == "Candidate:" {print $2}'
-s end
+s
 `
 }
 
 // WindowsScript gathers Windows facts with PowerShell (run it through
-// transport, which encodes it).
-func WindowsScript(apiName string) string {
-	return `function s($n) { Write-Output "` + marker + `$n" }
-$ErrorActionPreference = 'SilentlyContinue'
+// transport, which encodes it). marker is the run's (hostfacts.NewMarker).
+func WindowsScript(marker, apiName string) string {
+	return hostfacts.PowerShellFunc(marker) + `$ErrorActionPreference = 'SilentlyContinue'
 s hostname; [System.Net.Dns]::GetHostEntry('').HostName
 s windows
 $cv = Get-ItemProperty 'HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion'
@@ -160,7 +144,6 @@ $cv = Get-ItemProperty 'HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion'
 s product_uuid; (Get-CimInstance -ClassName Win32_ComputerSystemProduct).UUID
 s machine-id; (Get-ItemProperty 'HKLM:\SOFTWARE\Microsoft\Cryptography').MachineGuid
 s w32tm; w32tm /query /status
-s epoch; [DateTimeOffset]::UtcNow.ToUnixTimeSeconds()
 s resolve; ` + windowsResolve(apiName) + `
 s listen; Get-NetTCPConnection -State Listen | ForEach-Object { $_.LocalPort } | Sort-Object -Unique
 s kubelet-conf; if (Test-Path C:\etc\kubernetes\kubelet.conf) { 'present' }
@@ -169,7 +152,7 @@ s reboot-pending; $k = 'HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\'
 if (Test-Path ($k + 'Component Based Servicing\RebootPending')) { 'Component Based Servicing' }
 if (Test-Path ($k + 'WindowsUpdate\Auto Update\RebootRequired')) { 'Windows Update' }
 s language-mode; $ExecutionContext.SessionState.LanguageMode
-s end
+s
 $global:LASTEXITCODE = 0
 `
 }
@@ -183,36 +166,6 @@ func windowsResolve(apiName string) string {
 		return transport.PSQuote(ip.String())
 	}
 	return "(Resolve-DnsName -Name " + transport.PSQuote(apiName) + " -Type A -DnsOnly).IPAddress"
-}
-
-// Sections splits gathering output into sections by marker. Text before
-// the first marker is ignored; a section may be empty.
-func Sections(out string) map[string]string {
-	secs := map[string]string{}
-	name := ""
-	var b strings.Builder
-	flush := func() {
-		if name != "" {
-			secs[name] = b.String()
-		}
-		b.Reset()
-	}
-	sc := bufio.NewScanner(strings.NewReader(out))
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	for sc.Scan() {
-		line := strings.TrimRight(sc.Text(), "\r")
-		if n, ok := strings.CutPrefix(line, marker); ok {
-			flush()
-			name = strings.TrimSpace(n)
-			continue
-		}
-		if name != "" {
-			b.WriteString(line)
-			b.WriteByte('\n')
-		}
-	}
-	flush()
-	return secs
 }
 
 // ParseOSRelease parses os-release(5): KEY=value lines, values optionally
@@ -268,9 +221,18 @@ func ParseProcNetTCP(s string) map[int]bool {
 	return ports
 }
 
-// Parse builds Facts from gathering output.
-func Parse(h engine.Host, out string) *Facts {
-	secs := Sections(out)
+// Parse builds Facts from gathering output of the run with marker. An
+// output without a section of the run, or a section twice, is an error: the
+// host is not believed; a missing section leaves its facts unknown.
+func Parse(h engine.Host, out, marker string) (*Facts, error) {
+	split, err := hostfacts.Split([]byte(out), marker)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading the facts script's output: %w", h.Name, err)
+	}
+	secs := map[string]string{}
+	for _, s := range split {
+		secs[s.Name] = s.Out
+	}
 	f := &Facts{Host: h.Name, OS: h.OS, Listening: map[int]bool{}}
 	first := func(name string) string {
 		line, _, _ := strings.Cut(strings.TrimSpace(secs[name]), "\n")
@@ -288,9 +250,6 @@ func Parse(h engine.Host, out string) *Facts {
 	f.Hostname = first("hostname")
 	f.ProductUUID = strings.ToLower(first("product_uuid"))
 	f.MachineID = strings.ToLower(first("machine-id"))
-	if e, err := strconv.ParseInt(first("epoch"), 10, 64); err == nil && e > 0 {
-		f.HostEpoch = e
-	}
 	f.Resolved = lines("resolve")
 	f.KubeletConfigured = first("kubelet-conf") == "present"
 	if h.OS == engine.Windows {
@@ -328,7 +287,7 @@ func Parse(h engine.Host, out string) *Facts {
 			}
 		}
 		f.LanguageMode = first("language-mode")
-		return f
+		return f, nil
 	}
 	osr := ParseOSRelease(secs["os-release"])
 	f.OSID, f.OSVersionID, f.OSPrettyName = osr["ID"], osr["VERSION_ID"], osr["PRETTY_NAME"]
@@ -357,7 +316,7 @@ func Parse(h engine.Host, out string) *Facts {
 		f.CapSysResource = v&(1<<CapSysResourceBit) != 0
 		f.CapSysTime = v&(1<<CapSysTimeBit) != 0
 	}
-	return f
+	return f, nil
 }
 
 // Capability bits of CapBnd (linux/capability.h).

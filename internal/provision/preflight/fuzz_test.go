@@ -16,14 +16,17 @@ func FuzzParse(f *testing.F) {
 		}
 		f.Add(string(data), name == "windows-server-2025.txt")
 	}
-	f.Add("### hybridctl swaps\nFilename\n\n### hybridctl tcp\n 0: :::: 0A\n", false)
+	f.Add(wire(testMarker, "### swaps\nFilename\n\n### tcp\n 0: :::: 0A\n"), false)
 	f.Add("ID=\"unterminated\nVERSION_ID='x'\n=\n", false)
 	f.Fuzz(func(t *testing.T, out string, windows bool) {
 		h := engine.Host{Name: "h", Role: engine.RoleWorker, OS: engine.Linux}
 		if windows {
 			h.OS = engine.Windows
 		}
-		fa := Parse(h, out) // must not panic
+		fa, err := Parse(h, out, testMarker) // must not panic
+		if err != nil {
+			return
+		}
 		_ = CheckHost(fa, h, labExpect)
 		_ = CheckCluster([]*Facts{fa, fa})
 	})

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
-	"github.com/hybridctl/hybridctl/internal/provision/transport"
 )
 
 // Near-miss cases for the checks and the parsers, one on each side of every
@@ -20,7 +21,7 @@ import (
 // preparedOK are the facts of a Linux worker that passes every check.
 func preparedOK() *Facts {
 	return &Facts{Host: linuxWorker.Name, OSID: "ubuntu", OSVersionID: "26.04", ProductUUID: "u", MachineID: "m", SwapKnown: true,
-		TimeSynced: "yes", ClockSkewKnown: true, Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}}
+		TimeSynced: "yes", Clock: clockAt(0), Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}}
 }
 
 func messages(fs []Finding) []string {
@@ -31,47 +32,47 @@ func messages(fs []Finding) []string {
 	return out
 }
 
-// TestClockSkewLimits: over the limit (default 30 s) an error, over half
-// of it (and over the 2 s of noise) a warning, at each limit not yet.
+// TestClockSkewLimits: over the one limit (hostfacts.MaxClockSkew, 30 s)
+// an error, over half of it a warning, at each limit not yet; the part of
+// the skew the round trip explains does not count; an unmeasured skew, or
+// one within an uncertainty larger than the limit, is a warning.
 func TestClockSkewLimits(t *testing.T) {
 	for _, tc := range []struct {
-		max, skew time.Duration
-		want      string // "" no finding
+		c    hostfacts.Clock
+		want string // "" no finding
 	}{
-		{0, 15 * time.Second, ""},
-		{0, 16 * time.Second, "warning: [clock-skew] the clock is 16s off this machine's"},
-		{0, -16 * time.Second, "warning: [clock-skew] the clock is -16s off this machine's"},
-		{0, 30 * time.Second, "warning: [clock-skew] the clock is 30s off this machine's"},
-		{0, 31 * time.Second, "error: [clock-skew] the clock is 31s off this machine's"},
-		{0, -31 * time.Second, "error: [clock-skew] the clock is -31s off this machine's"},
-		{-time.Second, 16 * time.Second, "warning: [clock-skew] the clock is 16s off this machine's"},
-		{10 * time.Second, 5 * time.Second, ""},
-		{10 * time.Second, 6 * time.Second, "warning: [clock-skew] the clock is 6s off this machine's"},
-		{10 * time.Second, 11 * time.Second, "error: [clock-skew] the clock is 11s off this machine's"},
-		// Half of a 3 s limit is under the noise: 2 s is not reported.
-		{3 * time.Second, 2 * time.Second, ""},
-		{3 * time.Second, 3 * time.Second, "warning: [clock-skew] the clock is 3s off this machine's"},
-		{3 * time.Second, 4 * time.Second, "error: [clock-skew] the clock is 4s off this machine's"},
+		{clockAt(15 * time.Second), ""},
+		{clockAt(15*time.Second + time.Millisecond), "warning: [clock-skew] the clock is 15.001s off this machine's, more than half the 30s limit"},
+		{clockAt(-16 * time.Second), "warning: [clock-skew] the clock is -16s off this machine's, more than half the 30s limit"},
+		{clockAt(30 * time.Second), "warning: [clock-skew] the clock is 30s off this machine's, more than half the 30s limit"},
+		{clockAt(30*time.Second + time.Millisecond), "error: [clock-skew] the clock is 30.001s off this machine's, beyond the 30s limit"},
+		{clockAt(-31 * time.Second), "error: [clock-skew] the clock is -31s off this machine's, beyond the 30s limit"},
+		{roundTrip(31*time.Second, 2*time.Second), "warning: [clock-skew] the clock is 31s off this machine's (±1s), more than half the 30s limit"},
+		{roundTrip(31*time.Second, 1998*time.Millisecond), "error: [clock-skew] the clock is 31s off this machine's (±999ms), beyond the 30s limit"},
+		{roundTrip(16*time.Second, 2*time.Second), ""},
+		{roundTrip(0, 2*hostfacts.MaxClockSkew+2*time.Millisecond), "warning: [clock-skew] could not measure the clock against this machine's: the sample's uncertainty (±30.001s) is larger than the 30s limit"},
+		{hostfacts.Clock{Detail: `the clock command printed "x", not a time`}, `warning: [clock-skew] could not measure the clock against this machine's: the clock command printed "x", not a time`},
 	} {
 		f := preparedOK()
-		f.ClockSkew = tc.skew
-		x := labExpect
-		x.MaxClockSkew = tc.max
-		got := messages(CheckPrepared(f, linuxWorker, x))
+		f.Clock = tc.c
+		got := messages(CheckPrepared(f, linuxWorker, labExpect))
 		var want []string
 		if tc.want != "" {
 			want = []string{tc.want}
 		}
 		if !slices.Equal(got, want) {
-			t.Errorf("limit %v, skew %v: got %q, want %q", tc.max, tc.skew, got, want)
+			skew, unc := tc.c.Skew()
+			t.Errorf("skew %v ± %v: got %q, want %q", skew, unc, got, want)
 		}
 	}
-	// An unknown skew is not reported.
-	f := preparedOK()
-	f.ClockSkewKnown, f.ClockSkew = false, time.Hour
-	if got := CheckPrepared(f, linuxWorker, labExpect); len(got) != 0 {
-		t.Errorf("unknown skew: %v", got)
-	}
+}
+
+// roundTrip is a clock sample skew off this machine's in a round trip of
+// rtt.
+func roundTrip(skew, rtt time.Duration) hostfacts.Clock {
+	c := clockAt(skew)
+	c.Before, c.After = c.Before.Add(-rtt/2), c.After.Add(rtt/2)
+	return c
 }
 
 // TestAPINameNearMisses: with no control-plane addresses to compare, any
@@ -192,63 +193,61 @@ func TestParseNearMisses(t *testing.T) {
 	}
 
 	h := linuxWorker
-	if f := Parse(h, "### hybridctl kubelet-conf\n### hybridctl end\n"); f.KubeletConfigured {
+	if f := parse(t, h, "### kubelet-conf\n### other\n"); f.KubeletConfigured {
 		t.Error("an empty kubelet-conf section: not configured")
 	}
-	if f := Parse(h, "### hybridctl kubelet-conf\npresent\n"); !f.KubeletConfigured {
+	if f := parse(t, h, "### kubelet-conf\npresent\n"); !f.KubeletConfigured {
 		t.Error("kubelet-conf present: configured")
 	}
-	if f := Parse(h, "### hybridctl epoch\n0\n"); f.HostEpoch != 0 {
-		t.Errorf("epoch 0: %d", f.HostEpoch)
+	if _, err := Parse(h, "### hybridctl kubelet-conf\npresent\n", testMarker); err == nil || !strings.Contains(err.Error(), "no section") {
+		t.Errorf("the old fixed marker is not a section: %v", err)
+	}
+	if _, err := Parse(h, wire(testMarker, "### machine-id\na\n### machine-id\nb\n"), testMarker); err == nil || !strings.Contains(err.Error(), `k8s-lab-node-1: reading the facts script's output: section "machine-id" appears twice`) {
+		t.Errorf("a section twice: %v", err)
 	}
 	// A section line longer than the scanner's first buffer (64 KiB) does
 	// not end the output: the sections after it are read.
-	long := "### hybridctl os-release\nPRETTY_NAME=\"" + strings.Repeat("x", 100_000) + "\"\nID=ubuntu\n### hybridctl machine-id\nABC\n"
-	if f := Parse(h, long); f.OSID != "ubuntu" || f.MachineID != "abc" || len(f.OSPrettyName) != 100_000 {
+	long := "### os-release\nPRETTY_NAME=\"" + strings.Repeat("x", 100_000) + "\"\nID=ubuntu\n### machine-id\nABC\n"
+	if f := parse(t, h, long); f.OSID != "ubuntu" || f.MachineID != "abc" || len(f.OSPrettyName) != 100_000 {
 		t.Errorf("after a long line: ID %q, machine id %q, name of %d characters", f.OSID, f.MachineID, len(f.OSPrettyName))
 	}
 }
 
-// fakeRunner answers the gathering script with out after delay.
-type fakeRunner struct {
-	delay time.Duration
-	out   func(t0 time.Time) string
-}
-
-func (r fakeRunner) Run(ctx context.Context, _ string) (*transport.Result, error) {
-	t0 := time.Now()
-	time.Sleep(r.delay)
-	return &transport.Result{Stdout: []byte(r.out(t0))}, nil
-}
-
-// TestGatherClockSkew: the host's clock is compared with the middle of the
-// round trip; a host that reports no clock has no skew.
+// TestGatherClockSkew: the clock is sampled by its own command, compared
+// with the middle of its round trip, half the round trip its uncertainty;
+// a host whose clock command prints no time has no sample.
 func TestGatherClockSkew(t *testing.T) {
 	ctx := context.Background()
-	f, err := Gather(ctx, fakeRunner{out: func(time.Time) string { return "### hybridctl epoch\n\n" }}, linuxWorker, "api")
+	sections := func(time.Time) string { return "### hostname\nnode-1\n" }
+	f, err := Gather(ctx, fakeRunner{clock: func(time.Time) string { return "\n" }, out: sections}, linuxWorker, "api")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.ClockSkewKnown || f.ClockSkew != 0 || f.HostEpoch != 0 {
-		t.Errorf("no epoch: skew %v known %v epoch %d", f.ClockSkew, f.ClockSkewKnown, f.HostEpoch)
+	if f.Clock.Sampled || !strings.Contains(f.Clock.Detail, "not a time") || f.Hostname != "node-1" {
+		t.Errorf("no time: %+v, host name %q", f.Clock, f.Hostname)
 	}
 	// A round trip of 2 s whose host clock is read in its middle, exactly
-	// in sync: within the second of truncation, not off by the round trip.
-	// (A round trip stretched by a paused machine is tried again.)
+	// in sync: the skew is within the uncertainty, not off by the round
+	// trip. (A round trip stretched by a paused machine is tried again.)
 	for try := 0; ; try++ {
-		f, err = Gather(ctx, fakeRunner{delay: 2 * time.Second, out: func(t0 time.Time) string {
-			return fmt.Sprintf("### hybridctl epoch\n%d\n", t0.Add(time.Second).Unix())
+		f, err = Gather(ctx, fakeRunner{delay: 2 * time.Second, out: sections, clock: func(t0 time.Time) string {
+			return strconv.FormatInt(t0.Add(time.Second).UnixNano(), 10)
 		}}, linuxWorker, "api")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.RoundTrip > 2500*time.Millisecond && try < 3 {
+		skew, unc := f.Clock.Skew()
+		if unc > 1250*time.Millisecond && try < 3 {
 			continue
 		}
-		if !f.ClockSkewKnown || f.ClockSkew < -time.Second || f.ClockSkew > time.Second || f.RoundTrip < 2*time.Second {
-			t.Errorf("in sync over a 2 s round trip: skew %v known %v round trip %v", f.ClockSkew, f.ClockSkewKnown, f.RoundTrip)
+		if !f.Clock.Sampled || skew.Abs() > 250*time.Millisecond || unc < time.Second {
+			t.Errorf("in sync over a 2 s round trip: %s ± %s (%+v)", skew, unc, f.Clock)
 		}
 		break
+	}
+	// An output without a section of this run is not believed.
+	if _, err := Gather(ctx, fakeRunner{out: func(time.Time) string { return "" }}, linuxWorker, "api"); err == nil || !strings.Contains(err.Error(), "gathering facts: k8s-lab-node-1: reading the facts script's output: no section") {
+		t.Errorf("no sections: %v", err)
 	}
 }
 
@@ -292,7 +291,7 @@ func TestClusterPhaseGathersWhatIsMissing(t *testing.T) {
 			return nil, errors.New("no route to host")
 		}
 		return fakeRunner{out: func(time.Time) string {
-			return "### hybridctl machine-id\nid-" + host + "\n### hybridctl product_uuid\nuuid-" + host + "\n"
+			return "### machine-id\nid-" + host + "\n### product_uuid\nuuid-" + host + "\n"
 		}}, nil
 	}
 	run := func(only ...string) error {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/finding"
 
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
@@ -33,7 +34,11 @@ func fixture(t *testing.T, name string, h engine.Host) *Facts {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Parse(h, string(data))
+	f, err := Parse(h, string(data), testMarker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 func TestParseLinux(t *testing.T) {
@@ -50,8 +55,8 @@ func TestParseLinux(t *testing.T) {
 	if f.ContainerdCandidate != "2.2.1-0ubuntu1" {
 		t.Errorf("containerd candidate %q", f.ContainerdCandidate)
 	}
-	if f.TimeSynced != "yes" || f.HostEpoch != 1795000000 || !slices.Equal(f.Resolved, []string{"192.168.10.23"}) {
-		t.Errorf("time/resolve: %q %d %v", f.TimeSynced, f.HostEpoch, f.Resolved)
+	if f.TimeSynced != "yes" || !slices.Equal(f.Resolved, []string{"192.168.10.23"}) {
+		t.Errorf("time/resolve: %q %v", f.TimeSynced, f.Resolved)
 	}
 	// 0x35=53 and 0x16=22 listen on v4, 0x280A=10250 on v6; the
 	// established connection on 22 is not a listener.
@@ -93,7 +98,7 @@ func checks(fs []Finding) []string {
 func TestCheckHost(t *testing.T) {
 	good := func() *Facts {
 		return &Facts{OSID: "ubuntu", OSVersionID: "26.04", ProductUUID: "u", MachineID: "m", SwapKnown: true, TimeSynced: "yes",
-			ClockSkewKnown: true, Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{22: true}}
+			Clock: clockAt(0), Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{22: true}}
 	}
 	tests := []struct {
 		name  string
@@ -106,8 +111,8 @@ func TestCheckHost(t *testing.T) {
 		{"swap on", linuxWorker, func() *Facts { f := good(); f.SwapDevices = []string{"/swap.img"}; return f }, labExpect, []string{"error:swap"}},
 		{"other distribution", linuxWorker, func() *Facts { f := good(); f.OSID, f.OSVersionID = "debian", "11"; return f }, labExpect, []string{"warning:os-version"}},
 		{"clock not synced", linuxWorker, func() *Facts { f := good(); f.TimeSynced = "no"; return f }, labExpect, []string{"warning:time-sync"}},
-		{"clock far off", linuxWorker, func() *Facts { f := good(); f.ClockSkew = -2 * time.Minute; return f }, labExpect, []string{"warning:clock-skew"}},
-		{"clock a bit off", linuxWorker, func() *Facts { f := good(); f.ClockSkew = 20 * time.Second; return f }, labExpect, []string{"warning:clock-skew"}},
+		{"clock far off", linuxWorker, func() *Facts { f := good(); f.Clock = clockAt(-2 * time.Minute); return f }, labExpect, []string{"warning:clock-skew"}},
+		{"clock a bit off", linuxWorker, func() *Facts { f := good(); f.Clock = clockAt(20 * time.Second); return f }, labExpect, []string{"warning:clock-skew"}},
 		{"API name missing", linuxWorker, func() *Facts { f := good(); f.Resolved = nil; return f }, labExpect, []string{"warning:api-name-resolves"}},
 		{"API name wrong", linuxWorker, func() *Facts { f := good(); f.Resolved = []string{"192.168.10.99"}; return f }, labExpect, []string{"warning:api-name-resolves"}},
 		{"kubelet port busy on worker", linuxWorker, func() *Facts { f := good(); f.Listening[10250] = true; return f }, labExpect, []string{"error:port-free"}},
@@ -121,14 +126,15 @@ func TestCheckHost(t *testing.T) {
 		}, labExpect, nil},
 		{"product_uuid unreadable", linuxWorker, func() *Facts { f := good(); f.ProductUUID = ""; return f }, labExpect, []string{"warning:facts-readable"}},
 		{"Windows 2025 as specified", winWorker, func() *Facts {
-			return &Facts{WindowsBuild: "26100", WindowsInstallationType: "Server Core", ProductUUID: "u", MachineID: "m", TimeSynced: "yes", Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}, AutoUpdate: "off", LanguageMode: "FullLanguage"}
+			return &Facts{WindowsBuild: "26100", WindowsInstallationType: "Server Core", ProductUUID: "u", MachineID: "m", TimeSynced: "yes", Clock: clockAt(0), Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}, AutoUpdate: "off", LanguageMode: "FullLanguage"}
 		}, labExpect, nil},
 		{"Windows 2022 where 2025 is specified", winWorker, func() *Facts {
-			return &Facts{WindowsBuild: "20348", ProductUUID: "u", MachineID: "m", TimeSynced: "yes", Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}, AutoUpdate: "off", LanguageMode: "FullLanguage"}
+			return &Facts{WindowsBuild: "20348", ProductUUID: "u", MachineID: "m", TimeSynced: "yes", Clock: clockAt(0), Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}, AutoUpdate: "off", LanguageMode: "FullLanguage"}
 		}, labExpect, []string{"error:windows-build"}},
 		{"Windows on local clock", winWorker, func() *Facts {
-			return &Facts{WindowsBuild: "26100", ProductUUID: "u", MachineID: "m", TimeSynced: "no", TimeSource: "Local CMOS Clock", Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}, AutoUpdate: "off", LanguageMode: "FullLanguage"}
+			return &Facts{WindowsBuild: "26100", ProductUUID: "u", MachineID: "m", TimeSynced: "no", TimeSource: "Local CMOS Clock", Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}, AutoUpdate: "off", LanguageMode: "FullLanguage", Clock: clockAt(0)}
 		}, labExpect, []string{"warning:time-sync"}},
+		{"clock not measured", linuxWorker, func() *Facts { f := good(); f.Clock = hostfacts.Clock{Detail: "no answer"}; return f }, labExpect, []string{"warning:clock-skew"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -235,8 +241,8 @@ func TestGatherOverSSH(t *testing.T) {
 	if mid, err := os.ReadFile("/etc/machine-id"); err == nil && f.MachineID != strings.TrimSpace(string(mid)) {
 		t.Errorf("machine id %q", f.MachineID)
 	}
-	if !f.ClockSkewKnown || f.ClockSkew > 2*time.Second || f.ClockSkew < -2*time.Second {
-		t.Errorf("clock skew against ourselves: %v (known %v)", f.ClockSkew, f.ClockSkewKnown)
+	if skew, unc := f.Clock.Skew(); !f.Clock.Sampled || skew.Abs() > unc+50*time.Millisecond {
+		t.Errorf("clock skew against ourselves: %s ± %s (%+v)", skew, unc, f.Clock)
 	}
 	if _, err := os.Stat("/proc/swaps"); err == nil && !f.SwapKnown {
 		t.Error("swap state unknown although /proc/swaps exists")
@@ -303,7 +309,7 @@ func TestPreflightPhasesClonedHosts(t *testing.T) {
 // after it.
 func TestSeverityBeforeAndAfterPrepare(t *testing.T) {
 	fresh := &Facts{Host: winWorker.Name, WindowsBuild: "26100", ProductUUID: "u", MachineID: "m", TimeSynced: "no",
-		TimeSource: "Local CMOS Clock", ClockSkewKnown: true, ClockSkew: 5 * time.Minute, Listening: map[int]bool{10250: true},
+		TimeSource: "Local CMOS Clock", Clock: clockAt(5 * time.Minute), Listening: map[int]bool{10250: true},
 		AutoUpdate: "on", LanguageMode: "FullLanguage"}
 	before := CheckHost(fresh, winWorker, labExpect)
 	if got, want := checks(before), []string{"error:port-free", "warning:api-name-resolves", "warning:clock-skew", "warning:time-sync", "warning:windows-update"}; !slices.Equal(got, want) {
@@ -319,7 +325,7 @@ func TestSeverityBeforeAndAfterPrepare(t *testing.T) {
 		t.Fatalf("after preparation: got %v, want %v", got, want)
 	}
 	synced := *fresh
-	synced.TimeSynced, synced.TimeSource, synced.ClockSkew, synced.Resolved = "yes", "ntp.example.com,0x8", 0, []string{"192.168.10.23"}
+	synced.TimeSynced, synced.TimeSource, synced.Clock, synced.Resolved = "yes", "ntp.example.com,0x8", clockAt(0), []string{"192.168.10.23"}
 	synced.AutoUpdate = "off"
 	if got := CheckPrepared(&synced, winWorker, labExpect); len(got) != 0 {
 		t.Errorf("a prepared node: %v", got)
@@ -342,7 +348,7 @@ func TestChecksList(t *testing.T) {
 		t.Errorf("%q is reserved for --ignore-preflight-errors", IgnoreAll)
 	}
 	// Every finding a check can produce carries its own name.
-	f := &Facts{Host: "x", SwapKnown: true, SwapDevices: []string{"/s"}, TimeSynced: "no", ClockSkewKnown: true, ClockSkew: time.Hour,
+	f := &Facts{Host: "x", SwapKnown: true, SwapDevices: []string{"/s"}, TimeSynced: "no", Clock: clockAt(time.Hour),
 		Listening: map[int]bool{10250: true}}
 	for _, fd := range CheckPrepared(f, linuxWorker, labExpect) {
 		if !seen[fd.Check] {
@@ -408,14 +414,21 @@ func TestDocTable(t *testing.T) {
 	}
 }
 
-// windowsFactsShim is a powershell stand-in that answers the gathering
-// script with the Windows fixture, this machine's clock, and a time source
-// that is the local CMOS clock for the first $SYNC_AFTER calls, then the
-// NTP server (w32tm synchronising after prepare.ps1 configured it).
+// windowsFactsShim is a powershell stand-in that decodes the command with
+// the repository's stand-in (powershell-real) and answers the clock command
+// with this machine's clock, the gathering script with the Windows fixture
+// in the script's own marker and a time source that is the local CMOS
+// clock for the first $SYNC_AFTER gatherings, then the NTP server (w32tm
+// synchronising after prepare.ps1 configured it).
 const windowsFactsShim = `#!/bin/sh
+script=$(powershell-real "$@") || exit $?
+case "$script" in
+*'[DateTimeOffset]::UtcNow.ToUnixTimeMilliseconds()'*) echo $(($(date +%s%N) / 1000000)); exit 0 ;;
+esac
 n=$(cat "$SHIM_DIR/calls" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$SHIM_DIR/calls"
+m=$(printf '%s\n' "$script" | sed -n "s/^[$]hfM = '\\([A-Za-z0-9-]*\\)'.*/\\1/p")
 src='router.example.com,0x8'; [ "$n" -le "$SYNC_AFTER" ] && src='Local CMOS Clock'
-sed -e "s/^Source: .*/Source: $src\r/" -e "s/^1795000001/$(date +%s)/" "$FIXTURE"
+sed -e "s/^Source: .*/Source: $src\r/" -e "s/` + testMarker + `/$m/" "$FIXTURE"
 `
 
 // TestPostPrepareWaitsForTheClock runs post-prepare through the engine
@@ -438,7 +451,12 @@ func TestPostPrepareWaitsForTheClock(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, srv := dialLoopbackOS(t, engine.Windows)
-			srv.Shim("powershell", "#!/bin/sh\nSYNC_AFTER=2 FIXTURE="+fixturePath+" exec sh \"$SHIM_DIR/bin/facts.sh\"\n")
+			real, err := os.ReadFile(filepath.Join(srv.Dir, "bin", "powershell"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.Shim("powershell-real", string(real))
+			srv.Shim("powershell", "#!/bin/sh\nSYNC_AFTER=2 FIXTURE="+fixturePath+" exec sh \"$SHIM_DIR/bin/facts.sh\" \"$@\"\n")
 			if err := os.WriteFile(filepath.Join(srv.Dir, "bin", "facts.sh"), []byte(windowsFactsShim), 0o755); err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,7 @@ import (
 // check.
 func windowsOK() *Facts {
 	return &Facts{Host: winWorker.Name, WindowsBuild: "26100", WindowsInstallationType: "Server Core", ProductUUID: "u", MachineID: "m",
-		TimeSynced: "yes", Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}, AutoUpdate: "off", LanguageMode: "FullLanguage"}
+		TimeSynced: "yes", Clock: clockAt(0), Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}, AutoUpdate: "off", LanguageMode: "FullLanguage"}
 }
 
 // TestParseWindowsHostState: the update policy, the pending reboot and the
@@ -18,29 +18,29 @@ func windowsOK() *Facts {
 // of each (a NoAutoUpdate that is not exactly 1, a line that only looks
 // like a reboot source, a section that never came).
 func TestParseWindowsHostState(t *testing.T) {
-	const head = "### hybridctl windows\nCurrentBuild=26100\n"
+	const head = "### windows\nCurrentBuild=26100\n"
 	for _, tc := range []struct {
 		name, out          string
 		autoUpdate, auOpts string
 		pending            []string
 		languageMode       string
 	}{
-		{"manual", head + "### hybridctl wu-policy\nNoAutoUpdate=1\nAUOptions=\n### hybridctl language-mode\nFullLanguage\n", "off", "", nil, "FullLanguage"},
-		{"no policy", head + "### hybridctl wu-policy\nNoAutoUpdate=\nAUOptions=\n", "on", "", nil, ""},
-		{"automatic by policy", head + "### hybridctl wu-policy\r\nNoAutoUpdate=0\r\nAUOptions=4\r\n", "on", "4", nil, ""},
-		{"near miss: 10 is not 1", head + "### hybridctl wu-policy\nNoAutoUpdate=10\n", "on", "", nil, ""},
+		{"manual", head + "### wu-policy\nNoAutoUpdate=1\nAUOptions=\n### language-mode\nFullLanguage\n", "off", "", nil, "FullLanguage"},
+		{"no policy", head + "### wu-policy\nNoAutoUpdate=\nAUOptions=\n", "on", "", nil, ""},
+		{"automatic by policy", head + "### wu-policy\r\nNoAutoUpdate=0\r\nAUOptions=4\r\n", "on", "4", nil, ""},
+		{"near miss: 10 is not 1", head + "### wu-policy\nNoAutoUpdate=10\n", "on", "", nil, ""},
 		{"section missing", head, "", "", nil, ""},
-		{"both reboots pending", head + "### hybridctl reboot-pending\nComponent Based Servicing\r\nWindows Update\n### hybridctl language-mode\nConstrainedLanguage\n", "", "", []string{"Component Based Servicing", "Windows Update"}, "ConstrainedLanguage"},
-		{"near miss: other text", head + "### hybridctl reboot-pending\nComponent Based Servicing pending\nTrue\n", "", "", nil, ""},
+		{"both reboots pending", head + "### reboot-pending\nComponent Based Servicing\r\nWindows Update\n### language-mode\nConstrainedLanguage\n", "", "", []string{"Component Based Servicing", "Windows Update"}, "ConstrainedLanguage"},
+		{"near miss: other text", head + "### reboot-pending\nComponent Based Servicing pending\nTrue\n", "", "", nil, ""},
 	} {
-		f := Parse(winWorker, tc.out)
+		f := parse(t, winWorker, tc.out)
 		if f.AutoUpdate != tc.autoUpdate || f.AUOptions != tc.auOpts || !slices.Equal(f.RebootPending, tc.pending) || f.LanguageMode != tc.languageMode {
 			t.Errorf("%s: got %q %q %q %q, want %q %q %q %q", tc.name, f.AutoUpdate, f.AUOptions, f.RebootPending, f.LanguageMode,
 				tc.autoUpdate, tc.auOpts, tc.pending, tc.languageMode)
 		}
 	}
 	// A Linux host's output with these sections sets none of them.
-	f := Parse(linuxWorker, "### hybridctl wu-policy\nNoAutoUpdate=1\n### hybridctl language-mode\nFullLanguage\n")
+	f := parse(t, linuxWorker, "### wu-policy\nNoAutoUpdate=1\n### language-mode\nFullLanguage\n")
 	if f.AutoUpdate != "" || f.LanguageMode != "" {
 		t.Errorf("Linux: %q %q", f.AutoUpdate, f.LanguageMode)
 	}
@@ -106,12 +106,12 @@ func TestWindowsResolveLiteral(t *testing.T) {
 		{"192.168.10.23.example.com", "s resolve; (Resolve-DnsName -Name '192.168.10.23.example.com' -Type A -DnsOnly).IPAddress\n"},
 		{"fd00::23", "s resolve; (Resolve-DnsName -Name 'fd00::23' -Type A -DnsOnly).IPAddress\n"},
 	} {
-		if s := WindowsScript(tc.host); !strings.Contains(s, tc.want) {
+		if s := WindowsScript(testMarker, tc.host); !strings.Contains(s, tc.want) {
 			t.Errorf("%s: the script lacks %q", tc.host, tc.want)
 		}
 	}
 	// What the literal prints parses as the resolved address.
-	f := Parse(winWorker, "### hybridctl resolve\n192.168.10.23\n")
+	f := parse(t, winWorker, "### resolve\n192.168.10.23\n")
 	x := labExpect
 	x.APIName, x.APIAddresses = "192.168.10.23", []string{"192.168.10.23"}
 	if got := findingsOf(CheckPrepared(f, winWorker, x), CheckAPIName); len(got) != 0 {
