@@ -21,8 +21,10 @@ import (
 // Conn is the part of apply's SSH client (transport.Client) gathering uses.
 type Conn interface {
 	Config() transport.Config
-	// ExecLimited runs a command line exactly as given.
-	ExecLimited(ctx context.Context, command string, stdin io.Reader, l transport.Limits) (*transport.Result, error)
+	// RunArgs runs a Linux script the transport's way (sh -c, through
+	// sudo -n when the node's connection says so) with positional
+	// arguments, the script's $1, $2, ...
+	RunArgs(ctx context.Context, script string, args []string, stdin io.Reader, l transport.Limits) (*transport.Result, error)
 	// RunLimited runs a script the OS's way (on Windows PowerShell
 	// -EncodedCommand, or an upload run with -File when that command line
 	// would be longer than cmd.exe accepts, as the gathering script's is).
@@ -36,17 +38,10 @@ type Conn interface {
 // MiB (a 5,000-node cluster's routes, neighbours and FDB entries about 3).
 const MaxGatherBytes = 16 << 20
 
-// LinuxCommandLine is the command line that runs the Linux script: the
-// script is one quoted word, and the marker, API host and port follow as
-// separate quoted words, the script's $1, $2, $3. With sudo it runs as
-// root through sudo -n (journalctl and crictl need root).
-func LinuxCommandLine(sudo bool, marker, apiHost string, apiPort int) string {
-	line := "sh -c " + transport.ShellQuote(LinuxScript) + " hybridctl-diagnose " +
-		transport.ShellQuote(marker) + " " + transport.ShellQuote(apiHost) + " " + transport.ShellQuote(strconv.Itoa(apiPort))
-	if sudo {
-		return "sudo -n -- " + line
-	}
-	return line
+// LinuxArgs are the Linux script's positional arguments: the marker, the
+// API host and port, its $1, $2, $3 (data, never shell text).
+func LinuxArgs(marker, apiHost string, apiPort int) []string {
+	return []string{marker, apiHost, strconv.Itoa(apiPort)}
 }
 
 // WindowsInput is the Windows script's standard input.
@@ -93,7 +88,7 @@ func gather(ctx context.Context, conn Conn, node string, x Expect, spill io.Writ
 		}
 	default:
 		marker := hostfacts.NewMarker()
-		res, err := conn.ExecLimited(ctx, LinuxCommandLine(cfg.Sudo, marker, x.APIHost, x.APIPort), nil, transport.Limits{Max: MaxGatherBytes, Spill: spill})
+		res, err := conn.RunArgs(ctx, LinuxScript, LinuxArgs(marker, x.APIHost, x.APIPort), nil, transport.Limits{Max: MaxGatherBytes, Spill: spill})
 		if err != nil {
 			return nil, fmt.Errorf("gathering on %s: %w", node, err)
 		}

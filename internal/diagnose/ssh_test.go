@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/metrics"
 	"strconv"
@@ -217,6 +218,31 @@ func TestGatherLinuxOverSSH(t *testing.T) {
 	}
 	defer func() { _ = c.Close() }()
 	linuxGather(t, c, srv.Dir, len(hostileHosts("")), true)
+
+	// What ran: for each gathering the clock command, then the script the
+	// transport's way (sudo -n, sh -c with set -e) with the marker, the
+	// API host and port as quoted words of their own.
+	cmds := srv.Commands()
+	if len(cmds) != 2*(1+len(hostileHosts(""))) {
+		t.Fatalf("%d commands, want a clock command and the script for each of %d gatherings", len(cmds), 1+len(hostileHosts("")))
+	}
+	head := "sudo -n -- sh -c " + transport.ShellQuote("set -e\n"+LinuxScript) + " hybridctl "
+	m := regexp.MustCompile(`^(hybridctl-[0-9a-f]{24}) 127\.0\.0\.1 ([0-9]+)$`).FindStringSubmatch(strings.TrimPrefix(cmds[1], head))
+	if cmds[0] != "sudo -n -- sh -c 'set -e\ndate +%s%N'" || !strings.HasPrefix(cmds[1], head) || m == nil {
+		t.Fatalf("the first gathering ran\n%q\n%.200q...", cmds[0], cmds[1])
+	}
+	port, _ := strconv.Atoi(m[2])
+	if want, err := c.CommandLineArgs(LinuxScript, LinuxArgs(m[1], "127.0.0.1", port)...); err != nil || cmds[1] != want {
+		t.Errorf("the script's command line is not the transport's: %v", err)
+	}
+	markers := map[string]bool{}
+	for i := 1; i < len(cmds); i += 2 {
+		marker, _, _ := strings.Cut(strings.TrimPrefix(cmds[i], head), " ")
+		if cmds[i-1] != cmds[0] || !strings.HasPrefix(cmds[i], head) || markers[marker] {
+			t.Errorf("gathering %d: clock %q, the script's marker %q (a marker of its own each run)", i/2, cmds[i-1], marker)
+		}
+		markers[marker] = true
+	}
 }
 
 // Through Debian's real sshd and the user's login shell: the first two

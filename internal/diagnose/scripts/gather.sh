@@ -2,6 +2,8 @@
 # Arguments: MARKER API_HOST API_PORT. They are data: used only as "$n",
 # never inside a string a shell evaluates again.
 # Output: sections "@@MARKER begin NAME" ... "@@MARKER end NAME RC".
+# The transport runs it with set -e; a failing probe is a section's RC here.
+set +e
 marker=$1
 api_host=$2
 api_port=$3

@@ -282,14 +282,46 @@ func (c *Client) client() (*ssh.Client, error) {
 // replaces with an upload and -File when it is longer than
 // MaxWindowsCommandLine).
 func (c *Client) CommandLine(script string) string {
-	switch {
-	case c.cfg.OS == engine.Windows:
+	if c.cfg.OS == engine.Windows {
 		return PowerShellCommand(script)
-	case c.cfg.Sudo:
-		return "sudo -n -- sh -c " + ShellQuote("set -e\n"+script)
-	default:
-		return "sh -c " + ShellQuote("set -e\n"+script)
 	}
+	return c.linuxLine(script, nil)
+}
+
+// linuxLine is the Linux command line of script with args as its
+// positional parameters: each a quoted word after $0, "hybridctl".
+func (c *Client) linuxLine(script string, args []string) string {
+	line := "sh -c " + ShellQuote("set -e\n"+script)
+	if len(args) > 0 {
+		line += " hybridctl"
+		for _, a := range args {
+			line += " " + ShellQuote(a)
+		}
+	}
+	if c.cfg.Sudo {
+		return "sudo -n -- " + line
+	}
+	return line
+}
+
+// CommandLineArgs is CommandLine for a Linux script given positional
+// arguments: they follow the quoted script as quoted words of their own,
+// the script's $1, $2, ... ($0 is "hybridctl"), so a value from outside
+// reaches the script as data and never as shell text. Windows has no such
+// form (PowerShell takes data on standard input): an error.
+func (c *Client) CommandLineArgs(script string, args ...string) (string, error) {
+	if c.cfg.OS == engine.Windows {
+		return "", fmt.Errorf("%s: positional arguments are for Linux scripts; a Windows script takes data on standard input", c.cfg.Host)
+	}
+	for i, a := range append([]string{script}, args...) {
+		if err := validText(a); err != nil {
+			if i == 0 {
+				return "", err
+			}
+			return "", fmt.Errorf("argument %d: %w", i, err)
+		}
+	}
+	return c.linuxLine(script, args), nil
 }
 
 // Run runs script on the host the OS's way (see CommandLine) and returns
@@ -322,6 +354,17 @@ func (c *Client) run(ctx context.Context, script string, stdin io.Reader, l Limi
 	line := c.CommandLine(script)
 	if asFile && c.cfg.OS == engine.Windows && windowsLineLen(line) > MaxWindowsCommandLine {
 		return c.runWindowsFile(ctx, script, stdin, l)
+	}
+	return c.exec(ctx, script, line, stdin, l)
+}
+
+// RunArgs runs a Linux script with positional arguments (see
+// CommandLineArgs), as root through sudo -n when Sudo is set, with the
+// output kept as l says. A non-zero exit code is a *CommandError.
+func (c *Client) RunArgs(ctx context.Context, script string, args []string, stdin io.Reader, l Limits) (*Result, error) {
+	line, err := c.CommandLineArgs(script, args...)
+	if err != nil {
+		return nil, &CommandError{Host: c.cfg.Host, Command: script, ExitCode: -1, Err: err}
 	}
 	return c.exec(ctx, script, line, stdin, l)
 }
