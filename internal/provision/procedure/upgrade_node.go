@@ -484,28 +484,27 @@ function Get-New([string] $File, [string] $Dest) {
 			fmt.Fprintf(&b, "$ContainerdSrc = %s\n", q(w.Containerd))
 		}
 	} else {
-		b.WriteString(`function Get-New([string] $File, [string] $Dest) {
-    $url = "https://dl.k8s.io/$Version/bin/windows/amd64/$File"
-    Invoke-WebRequest -UseBasicParsing -Uri $url -OutFile $Dest
-    $sum = Invoke-WebRequest -UseBasicParsing -Uri "$url.sha256"
+		// Each file is checked against the sha256 its publisher puts beside
+		// it: dl.k8s.io a .sha256, containerd's releases a .sha256sum.
+		b.WriteString(`function Get-Published([string] $Url, [string] $SumUrl, [string] $Dest) {
+    Invoke-WebRequest -UseBasicParsing -Uri $Url -OutFile $Dest
+    $sum = Invoke-WebRequest -UseBasicParsing -Uri $SumUrl
     $text = if ($sum.Content -is [byte[]]) { [Text.Encoding]::ASCII.GetString($sum.Content) } else { [string] $sum.Content }
     $want = ($text.Trim() -split '\s+')[0].ToLowerInvariant()
     $got = (Get-FileHash -LiteralPath $Dest -Algorithm SHA256).Hash.ToLowerInvariant()
-    if ($got -ne $want) { Remove-Item -LiteralPath $Dest -Force; throw "$url does not match its published sha256" }
+    if ($got -ne $want) { Remove-Item -LiteralPath $Dest -Force; throw "$Url does not match its published sha256" }
+}
+function Get-New([string] $File, [string] $Dest) {
+    $url = "https://dl.k8s.io/$Version/bin/windows/amd64/$File"
+    Get-Published $url "$url.sha256" $Dest
 }
 $KubeadmSrc = 'kubeadm.exe'
 $KubeletSrc = 'kubelet.exe'
 `)
 		if up.Containerd != "" {
-			// containerd publishes a .sha256sum beside each release archive.
 			b.WriteString(`function Get-Containerd([string] $Dest) {
     $url = "https://github.com/containerd/containerd/releases/download/v$ContainerdVersion/containerd-$ContainerdVersion-windows-amd64.tar.gz"
-    Invoke-WebRequest -UseBasicParsing -Uri $url -OutFile $Dest
-    $sum = Invoke-WebRequest -UseBasicParsing -Uri "$url.sha256sum"
-    $text = if ($sum.Content -is [byte[]]) { [Text.Encoding]::ASCII.GetString($sum.Content) } else { [string] $sum.Content }
-    $want = ($text.Trim() -split '\s+')[0].ToLowerInvariant()
-    $got = (Get-FileHash -LiteralPath $Dest -Algorithm SHA256).Hash.ToLowerInvariant()
-    if ($got -ne $want) { Remove-Item -LiteralPath $Dest -Force; throw "$url does not match its published sha256" }
+    Get-Published $url "$url.sha256sum" $Dest
 }
 `)
 		}
