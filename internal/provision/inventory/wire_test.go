@@ -6,33 +6,14 @@ import (
 	"testing"
 
 	"github.com/hybridctl/hybridctl/internal/hostfacts"
+	"github.com/hybridctl/hybridctl/internal/hostfacts/hostfactstest"
 )
 
 const testMarker = "hybridctl-9a8b7c6d5e4f3a2b1c0d9e8f"
 
-// wire writes sections given as "### hybridctl NAME" lines, each followed
-// by its content, in hostfacts's protocol with marker, as the facts script
-// prints them (each section closed).
-func wire(marker, s string) string {
-	var b strings.Builder
-	cur := ""
-	closeCur := func() {
-		if cur != "" {
-			b.WriteString("\n" + hostfacts.EndLine(marker, cur, 0) + "\n")
-		}
-	}
-	for _, line := range strings.SplitAfter(s, "\n") {
-		if name, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "### hybridctl "); ok {
-			closeCur()
-			cur = name
-			b.WriteString("\n" + hostfacts.BeginLine(marker, name) + "\n")
-			continue
-		}
-		b.WriteString(line)
-	}
-	closeCur()
-	return b.String()
-}
+// wire writes sections given as "### hybridctl NAME" lines, each followed by its
+// content, in hostfacts's protocol with marker, as the scripts print them.
+func wire(marker, s string) string { return hostfactstest.Wire(marker, "### hybridctl ", s) }
 
 // parse parses sections written as for wire.
 func parse(t *testing.T, s string) *Facts {

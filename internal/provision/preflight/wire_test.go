@@ -4,11 +4,11 @@ import (
 	"context"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/hybridctl/hybridctl/internal/hostfacts"
+	"github.com/hybridctl/hybridctl/internal/hostfacts/hostfactstest"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 )
@@ -18,26 +18,7 @@ const testMarker = "hybridctl-5f2c0d9e8a7b6c5d4e3f2a1b"
 
 // wire writes sections given as "### NAME" lines, each followed by its
 // content, in hostfacts's protocol with marker, as the scripts print them.
-func wire(marker, s string) string {
-	var b strings.Builder
-	cur := ""
-	closeCur := func() {
-		if cur != "" {
-			b.WriteString("\n" + hostfacts.EndLine(marker, cur, 0) + "\n")
-		}
-	}
-	for _, line := range strings.SplitAfter(s, "\n") {
-		if name, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "### "); ok {
-			closeCur()
-			cur = name
-			b.WriteString("\n" + hostfacts.BeginLine(marker, name) + "\n")
-			continue
-		}
-		b.WriteString(line)
-	}
-	closeCur()
-	return b.String()
-}
+func wire(marker, s string) string { return hostfactstest.Wire(marker, "### ", s) }
 
 // parse parses sections written as for wire.
 func parse(t testing.TB, h engine.Host, s string) *Facts {
