@@ -131,14 +131,16 @@ func (p *upgradeNodePhase) DryRun(_ context.Context, h engine.Host) ([]string, e
 		kubeadm = "kubeadm upgrade apply --config " + linuxUpgradeConfig + " --yes (on the first control plane, while the cluster's kubeadm-config names the old version; kubeadm upgrade node on the others)"
 	}
 	source := "the bundle in /var/cache/hybridctl/bundle (sha256 checked)"
+	bundled := ", and the bundle's containerd and runc where the node's differ"
 	if !p.up.Bundle {
+		bundled = ""
 		source = p.up.AptRepo + " (apt-get install kubeadm=" + strings.TrimPrefix(p.up.To, "v") + "-*)"
 	}
 	return []string{
 		"upload " + linuxUpgradeConfig + " (kubeadm UpgradeConfiguration to " + p.up.To + ") and " + linuxUpgradeScript,
 		"run as root: bash " + linuxUpgradeScript + ": kubeadm " + p.up.To + " from " + source + ", then " + kubeadm,
 		drain,
-		describeFile(f, linuxPrepare, 0o700), "run as root: bash " + linuxPrepare + " (the new kubelet and kubectl; nothing else differs)",
+		describeFile(f, linuxPrepare, 0o700), "run as root: bash " + linuxPrepare + " (the new kubelet and kubectl" + bundled + "; it changes nothing else that already matches the spec)",
 		"run as root: " + restartKubelet,
 		ready,
 		available,
