@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
@@ -68,16 +69,35 @@ func awaitStaticPods(ctx context.Context, client kubeclient.Interface, node stri
 // staticPodsFunc reads the static pods a node's kubelet runs.
 type staticPodsFunc func(ctx context.Context, client kubeclient.Interface, node string) ([]corev1.Pod, error)
 
+// maxKubeletPods bounds the kubelet's pod list upgrade reads: a node
+// with a few hundred pods answers well under a MiB, and a node answering
+// with more than this is not read further.
+const maxKubeletPods = 16 << 20
+
 // kubeletStaticPods are the static pods among the pods the node's kubelet
 // runs (its /pods, through the API server's node proxy).
 func kubeletStaticPods(ctx context.Context, client kubeclient.Interface, node string) ([]corev1.Pod, error) {
-	raw, err := client.CoreV1().RESTClient().Get().Resource("nodes").Name(node).SubResource("proxy").Suffix("pods").Do(ctx).Raw()
+	body, err := client.CoreV1().RESTClient().Get().Resource("nodes").Name(node).SubResource("proxy").Suffix("pods").Stream(ctx)
 	if err != nil {
 		return nil, err
 	}
+	defer body.Close()
+	return staticPodsOf(body, node, maxKubeletPods)
+}
+
+// staticPodsOf decodes a kubelet's pod list of at most limit bytes and
+// keeps the static pods (a config.source other than the API).
+func staticPodsOf(r io.Reader, node string, limit int64) ([]corev1.Pod, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the pod list of %s's kubelet: %w", node, err)
+	}
+	if int64(len(raw)) > limit {
+		return nil, fmt.Errorf("the pod list of %s's kubelet is larger than %d bytes: not read", node, limit)
+	}
 	var list corev1.PodList
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, fmt.Errorf("decoding the kubelet's pod list: %w", err)
+		return nil, fmt.Errorf("decoding the pod list of %s's kubelet: %w", node, err)
 	}
 	var out []corev1.Pod
 	for _, p := range list.Items {

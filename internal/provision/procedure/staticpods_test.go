@@ -1,6 +1,7 @@
 package procedure
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -134,4 +135,51 @@ func TestAwaitStaticPods(t *testing.T) {
 	if err := awaitStaticPods(cctx, client, node, kubelet.read(ns), time.Minute, 20*time.Millisecond); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
+}
+
+// TestStaticPodsOf: the kubelet's pod list keeps the pods of a file or
+// URL source and drops the API's and those without a source; a list of
+// exactly the limit is read, one byte more is refused, as is one that is
+// not JSON.
+func TestStaticPodsOf(t *testing.T) {
+	list := `{"kind":"PodList","items":[` +
+		`{"metadata":{"name":"kube-apiserver-cp","namespace":"kube-system","uid":"h1","annotations":{"kubernetes.io/config.source":"file","kubernetes.io/config.hash":"h1"}}},` +
+		`{"metadata":{"name":"web-1","namespace":"default","annotations":{"kubernetes.io/config.source":"api"}}},` +
+		`{"metadata":{"name":"bare","namespace":"default"}},` +
+		`{"metadata":{"name":"from-url","namespace":"kube-system","annotations":{"kubernetes.io/config.source":"http"}}}]}`
+	got, err := staticPodsOf(strings.NewReader(list), "cp", int64(len(list)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range got {
+		names = append(names, p.Name)
+	}
+	if strings.Join(names, ",") != "kube-apiserver-cp,from-url" {
+		t.Errorf("static pods %v, want kube-apiserver-cp and from-url", names)
+	}
+	if _, err := staticPodsOf(strings.NewReader(list), "cp", int64(len(list))-1); err == nil || !strings.Contains(err.Error(), "the pod list of cp's kubelet is larger than") {
+		t.Errorf("one byte over the limit: %v", err)
+	}
+	if _, err := staticPodsOf(strings.NewReader("<html>"), "cp", 1<<10); err == nil || !strings.Contains(err.Error(), "decoding the pod list of cp's kubelet") {
+		t.Errorf("not JSON: %v", err)
+	}
+}
+
+// FuzzStaticPodsOf: whatever a kubelet answers, decoding it neither panics
+// nor keeps a pod without a static source.
+func FuzzStaticPodsOf(f *testing.F) {
+	f.Add([]byte(`{"items":[{"metadata":{"name":"a","annotations":{"kubernetes.io/config.source":"file"}}}]}`))
+	f.Add([]byte(`{"items":[{"metadata":{"annotations":{"kubernetes.io/config.source":"api"}}}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pods, err := staticPodsOf(bytes.NewReader(data), "n", 1<<16)
+		if err != nil {
+			return
+		}
+		for _, p := range pods {
+			if src := p.Annotations[configSourceAnnotation]; src == "" || src == "api" {
+				t.Fatalf("kept %q of source %q", p.Name, src)
+			}
+		}
+	})
 }
