@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/hybridctl/hybridctl/internal/diagnose"
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
@@ -133,7 +134,7 @@ func runNodeDiagnose(cmd *cobra.Command, s Streams, f *diagnoseFlags, kf *kubecl
 	if err != nil {
 		return err
 	}
-	x := diagnose.Expect{APIHost: p.APIServer.Host, APIPort: p.APIServer.Port, VNI: p.VXLAN.VNI, VXLANPort: p.VXLAN.Port}
+	x := diagnose.Expect{API: hostfacts.API{Host: p.APIServer.Host, Port: p.APIServer.Port}, VNI: p.VXLAN.VNI, VXLANPort: p.VXLAN.Port}
 	if pc, err := netip.ParsePrefix(p.PodNetwork.CIDR); err == nil {
 		x.PodCIDR = pc.Masked()
 	}
@@ -157,7 +158,7 @@ func runNodeDiagnose(cmd *cobra.Command, s Streams, f *diagnoseFlags, kf *kubecl
 	}
 	pool := transport.NewPool(procedure.SSHConfigs(p, sshOptions(f.knownHosts, false, f.identities, f.connectTimeout).Config())...)
 	defer func() { _ = pool.Close() }()
-	o.Dial = func(ctx context.Context, node string) (diagnose.Conn, error) { return pool.Get(ctx, node) }
+	o.Dial = func(ctx context.Context, node string) (hostfacts.Conn, error) { return pool.Get(ctx, node) }
 	r := diagnose.Run(ctx, o)
 	switch f.output {
 	case "junit":

@@ -4,9 +4,10 @@
 // says (Calico's BlockAffinities and Node annotations, flannel's, or plain
 // routes on spec.podCIDR).
 //
-// Gathering runs one read-only script per OS (scripts/gather.sh,
-// scripts/gather.ps1) and parses its output into Facts; the checks are one
-// ordered list (Checks) of pure functions over Facts and the Cluster view.
+// It is a catalogue over internal/hostfacts: each node is gathered with
+// hostfacts.GatherNode (one read-only script per OS), and the checks are
+// one ordered list (Checks) of pure functions over the parsed
+// hostfacts.Node and the Cluster view.
 package diagnose
 
 import (
@@ -15,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/hybridctl/hybridctl/internal/finding"
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 )
 
 // Check is one node check: a stable ID and name, the most severe finding it
@@ -93,8 +95,8 @@ func Lookup(ref string) (Check, bool) {
 
 // Expect is what the spec says the checks compare against.
 type Expect struct {
-	APIHost   string
-	APIPort   int
+	// API is where the nodes reach the cluster's API.
+	API       hostfacts.API
 	VNI       int
 	VXLANPort int
 	// PodCIDR is the cluster's pod network; routes into it that match no
@@ -126,7 +128,7 @@ type Skipped struct {
 
 // Ctx is what a check reads and reports through.
 type Ctx struct {
-	Facts   *Facts
+	Facts   *hostfacts.Node
 	Cluster *Cluster
 	// ClusterErr is why Cluster is nil.
 	ClusterErr error
@@ -153,7 +155,7 @@ func (c *Ctx) Skip(reason string, incomplete bool) {
 
 // Evaluate runs the selected checks (all when only is empty) on one node's
 // facts.
-func Evaluate(f *Facts, cl *Cluster, clErr error, x Expect, only map[string]bool) ([]Finding, []Skipped) {
+func Evaluate(f *hostfacts.Node, cl *Cluster, clErr error, x Expect, only map[string]bool) ([]Finding, []Skipped) {
 	var fs []Finding
 	var sk []Skipped
 	for _, ch := range Checks() {

@@ -8,31 +8,19 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/finding"
 	"github.com/hybridctl/hybridctl/internal/hostfacts"
+	"github.com/hybridctl/hybridctl/internal/hostfacts/hostfactstest"
 
 	"github.com/hybridctl/hybridctl/internal/checks"
 )
 
 // The guide's k8s-lab-node-1 (Hands-on: ip -d link, ip route, ip neigh,
-// bridge fdb) gathered by the Linux script: nothing wrong.
+// bridge fdb) gathered by the Linux node script: nothing wrong.
 func TestLinuxGuideNodeClean(t *testing.T) {
-	f := parseLinuxT(t, "k8s-lab-node-1", readFixture(t, "linux-node-1.out"))
-	l, ok := f.Linux.link("vxlan.calico")
-	if !ok || l.MAC != "66:ee:f4:61:98:50" || l.VNI != 4096 || l.Port != 4789 || !l.Up {
-		t.Fatalf("vxlan.calico parsed as %+v", l)
-	}
-	if len(f.Linux.FDB) != 3 || len(f.Linux.Neigh) != 3 || !f.Linux.UDPPorts[4789] {
-		t.Fatalf("fdb %v neigh %v udp %v", f.Linux.FDB, f.Linux.Neigh, f.Linux.UDPPorts)
-	}
+	f := parseLinuxT(t, "k8s-lab-node-1", hostfactstest.Fixture(t, hostfactstest.NodeLinux))
 	fs, sk := Evaluate(f, calicoLab(t), nil, labExpect(), nil)
 	expectExactly(t, fs)
 	if len(sk) != 0 {
 		t.Errorf("skipped: %+v", sk)
-	}
-	// crictl info's configuration (registry credentials) is never kept.
-	for _, r := range f.Raw {
-		if strings.Contains(string(r.Data), "s3cr3t-registry-password") {
-			t.Errorf("raw %s keeps the registry password", r.Name)
-		}
 	}
 }
 
@@ -49,8 +37,8 @@ func edit(t *testing.T, s, old, new string) string {
 // cut removes a section.
 func cut(t *testing.T, s, name string) string {
 	t.Helper()
-	b := "@@" + testMarker + " begin " + name + "\n"
-	e := "@@" + testMarker + " end " + name + " 0\n"
+	b := "@@" + hostfactstest.Marker + " begin " + name + "\n"
+	e := "@@" + hostfactstest.Marker + " end " + name + " 0\n"
 	i, j := strings.Index(s, b), strings.Index(s, e)
 	if i < 0 || j < 0 {
 		t.Fatalf("fixture has no section %q", name)
@@ -59,16 +47,16 @@ func cut(t *testing.T, s, name string) string {
 }
 
 func TestLinuxNearMisses(t *testing.T) {
-	base := readFixture(t, "linux-node-1.out")
+	base := hostfactstest.Fixture(t, hostfactstest.NodeLinux)
 	cases := []struct {
 		name string
 		out  func(string) string
-		mod  func(*Facts)
+		mod  func(*hostfacts.Node)
 		want []want
 	}{
 		{name: "stopped containerd", out: func(s string) string {
 			s = edit(t, s, "Id=containerd.service\nLoadState=loaded\nActiveState=active\nSubState=running", "Id=containerd.service\nLoadState=loaded\nActiveState=inactive\nSubState=dead")
-			s = edit(t, s, "@@hybridctl-test begin crictl\n{", "@@hybridctl-test begin crictl\nE1202 time=\"...\" level=fatal msg=\"validate service connection: dial unix /run/containerd/containerd.sock: connect: no such file or directory\"\n@@hybridctl-test end crictl 1\n@@hybridctl-test begin ignored\n{")
+			s = edit(t, s, "@@hybridctl-5f2c0d9e8a7b6c5d4e3f2a1b begin crictl\n{", "@@hybridctl-5f2c0d9e8a7b6c5d4e3f2a1b begin crictl\nE1202 time=\"...\" level=fatal msg=\"validate service connection: dial unix /run/containerd/containerd.sock: connect: no such file or directory\"\n@@hybridctl-5f2c0d9e8a7b6c5d4e3f2a1b end crictl 1\n@@hybridctl-5f2c0d9e8a7b6c5d4e3f2a1b begin ignored\n{")
 			return s
 		}, want: []want{
 			{"HC501", finding.Error, []string{"containerd is not running on k8s-lab-node-1 (inactive/dead)"}},
@@ -84,7 +72,7 @@ func TestLinuxNearMisses(t *testing.T) {
 			want: []want{{"HC506", finding.Error, []string{"no CNI configuration in /etc/cni/net.d on k8s-lab-node-1"}}}},
 		{name: "no CNI directory", out: func(s string) string {
 			s = cut(t, s, "cni-file /etc/cni/net.d/10-calico.conflist")
-			return edit(t, s, "10-calico.conflist\ncalico-kubeconfig\n@@hybridctl-test end cni-dir 0", "/etc/cni/net.d: no such directory\n@@hybridctl-test end cni-dir 2")
+			return edit(t, s, "10-calico.conflist\ncalico-kubeconfig\n@@hybridctl-5f2c0d9e8a7b6c5d4e3f2a1b end cni-dir 0", "/etc/cni/net.d: no such directory\n@@hybridctl-5f2c0d9e8a7b6c5d4e3f2a1b end cni-dir 2")
 		}, want: []want{{"HC506", finding.Error, []string{"no CNI configuration on k8s-lab-node-1: /etc/cni/net.d: no such directory"}}}},
 		{name: "truncated CNI config", out: func(s string) string {
 			return edit(t, s, `{"name": "k8s-pod-network", "cniVersion": "0.3.1", "plugins": [`, `{"name": "k8s-pod-network", "cniVersion": "0.3.1", "plug`)
@@ -93,7 +81,7 @@ func TestLinuxNearMisses(t *testing.T) {
 			{"HC506", finding.Error, []string{"no CNI configuration in /etc/cni/net.d"}},
 		}},
 		{name: "a leftover flannel configuration sorts first", out: func(s string) string {
-			return edit(t, s, "@@hybridctl-test begin links", "@@hybridctl-test begin cni-file /etc/cni/net.d/05-flannel.conflist\n{\"name\":\"cbr0\",\"plugins\":[{\"type\":\"flannel\"},{\"type\":\"portmap\"}]}\n@@hybridctl-test end cni-file /etc/cni/net.d/05-flannel.conflist 0\n@@hybridctl-test begin links")
+			return edit(t, s, "@@hybridctl-5f2c0d9e8a7b6c5d4e3f2a1b begin links", "@@hybridctl-5f2c0d9e8a7b6c5d4e3f2a1b begin cni-file /etc/cni/net.d/05-flannel.conflist\n{\"name\":\"cbr0\",\"plugins\":[{\"type\":\"flannel\"},{\"type\":\"portmap\"}]}\n@@hybridctl-5f2c0d9e8a7b6c5d4e3f2a1b end cni-file /etc/cni/net.d/05-flannel.conflist 0\n@@hybridctl-5f2c0d9e8a7b6c5d4e3f2a1b begin links")
 		}, want: []want{{"HC506", finding.Warning, []string{"05-flannel.conflist", "not the cluster's calico network"}}}},
 		{name: "a missing FDB entry", out: func(s string) string {
 			return edit(t, s, `{"mac":"66:05:38:46:ab:ea","dst":"192.168.10.26","flags":["self"],"state":"permanent"},`, "")
@@ -135,31 +123,31 @@ func TestLinuxNearMisses(t *testing.T) {
 			{"HC507", finding.Error, []string{"vxlan.calico on k8s-lab-node-1 is down"}},
 			{"HC507", finding.Error, []string{"has VNI 1; the cluster's is 4096"}},
 		}},
-		{name: "no vxlan.calico", mod: func(f *Facts) { f.Linux.Links = f.Linux.Links[:2] },
+		{name: "no vxlan.calico", mod: func(f *hostfacts.Node) { f.Linux.Links = f.Linux.Links[:2] },
 			want: []want{{"HC507", finding.Error, []string{"k8s-lab-node-1 has no vxlan.calico device"}}}},
 		{name: "the API unreachable", out: func(s string) string {
-			return edit(t, s, "192.168.10.23   RAW\nconnected\n@@hybridctl-test end api 0", "192.168.10.23   RAW\nbash: connect: Connection refused\nbash: line 1: /dev/tcp/k8s-lab-api.example.com/6443: Connection refused\n@@hybridctl-test end api 1")
+			return edit(t, s, "192.168.10.23   RAW\nconnected\n@@hybridctl-5f2c0d9e8a7b6c5d4e3f2a1b end api 0", "192.168.10.23   RAW\nbash: connect: Connection refused\nbash: line 1: /dev/tcp/k8s-lab-api.example.com/6443: Connection refused\n@@hybridctl-5f2c0d9e8a7b6c5d4e3f2a1b end api 1")
 		}, want: []want{{"HC504", finding.Error, []string{"k8s-lab-node-1 cannot open a TCP connection to the API at k8s-lab-api.example.com:6443", "Connection refused"}}}},
 		{name: "x509 in the kubelet's log a minute ago", out: func(s string) string {
-			return edit(t, s, "@@hybridctl-test end kubelet-log 0", `1796173140.000000 k8s-lab-node-1 kubelet[812]: E1202 00:59:00.000000     812 reflector.go:158] "Unhandled Error" err="failed to list *v1.Node: Get \"https://k8s-lab-api.example.com:6443/api/v1/nodes\": tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2026-12-02T00:59:00Z is before 2026-12-02T01:04:00Z"`+"\n@@hybridctl-test end kubelet-log 0")
+			return edit(t, s, "@@hybridctl-5f2c0d9e8a7b6c5d4e3f2a1b end kubelet-log 0", `1796173140.000000 k8s-lab-node-1 kubelet[812]: E1202 00:59:00.000000     812 reflector.go:158] "Unhandled Error" err="failed to list *v1.Node: Get \"https://k8s-lab-api.example.com:6443/api/v1/nodes\": tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2026-12-02T00:59:00Z is before 2026-12-02T01:04:00Z"`+"\n@@hybridctl-5f2c0d9e8a7b6c5d4e3f2a1b end kubelet-log 0")
 		}, want: []want{{"HC503", finding.Warning, []string{"shows the clock (x509", "1 line(s)", "certificate has expired or is not yet valid"}}}},
-		{name: "the lost connection 16 minutes ago is old news", mod: func(f *Facts) {
+		{name: "the lost connection 16 minutes ago is old news", mod: func(f *hostfacts.Node) {
 			f.KubeletLog[0].Time = f.Clock.Node.Add(-RecentLog - time.Second)
 		}},
-		{name: "the lost connection 14 minutes ago counts", mod: func(f *Facts) {
+		{name: "the lost connection 14 minutes ago counts", mod: func(f *hostfacts.Node) {
 			f.KubeletLog[0].Time = f.Clock.Node.Add(-RecentLog + time.Minute)
 		}, want: []want{{"HC503", finding.Warning, []string{"the connection to the API was lost", "http2: client connection lost"}}}},
-		{name: "clock 6 minutes ahead", mod: func(f *Facts) { bracket(f, f.Clock.Node.Add(-6*time.Minute), 200*time.Millisecond) },
+		{name: "clock 6 minutes ahead", mod: func(f *hostfacts.Node) { bracket(f, f.Clock.Node.Add(-6*time.Minute), 200*time.Millisecond) },
 			want: []want{{"HC505", finding.Error, []string{"is 6m0s ahead of this machine's", "beyond the 30s limit"}}}},
-		{name: "clock 2 minutes behind", mod: func(f *Facts) { bracket(f, f.Clock.Node.Add(2*time.Minute), 200*time.Millisecond) },
+		{name: "clock 2 minutes behind", mod: func(f *hostfacts.Node) { bracket(f, f.Clock.Node.Add(2*time.Minute), 200*time.Millisecond) },
 			want: []want{{"HC505", finding.Error, []string{"is 2m0s behind this machine's", "NTPSynchronized=yes"}}}},
-		{name: "clock 31s ahead", mod: func(f *Facts) { bracket(f, f.Clock.Node.Add(-31*time.Second), 200*time.Millisecond) },
+		{name: "clock 31s ahead", mod: func(f *hostfacts.Node) { bracket(f, f.Clock.Node.Add(-31*time.Second), 200*time.Millisecond) },
 			want: []want{{"HC505", finding.Error, []string{"31s ahead"}}}},
-		{name: "clock 29s behind", mod: func(f *Facts) { bracket(f, f.Clock.Node.Add(29*time.Second), 200*time.Millisecond) }},
-		{name: "clock 32s off, explained by a 4 s round trip", mod: func(f *Facts) { bracket(f, f.Clock.Node.Add(32*time.Second), 4*time.Second) }},
-		{name: "clock 31s off in a 1 s round trip", mod: func(f *Facts) { bracket(f, f.Clock.Node.Add(31*time.Second), time.Second) },
+		{name: "clock 29s behind", mod: func(f *hostfacts.Node) { bracket(f, f.Clock.Node.Add(29*time.Second), 200*time.Millisecond) }},
+		{name: "clock 32s off, explained by a 4 s round trip", mod: func(f *hostfacts.Node) { bracket(f, f.Clock.Node.Add(32*time.Second), 4*time.Second) }},
+		{name: "clock 31s off in a 1 s round trip", mod: func(f *hostfacts.Node) { bracket(f, f.Clock.Node.Add(31*time.Second), time.Second) },
 			want: []want{{"HC505", finding.Error, []string{"31s behind"}}}},
-		{name: "clock 30s off", mod: func(f *Facts) { bracket(f, f.Clock.Node.Add(-30*time.Second), 0) }},
+		{name: "clock 30s off", mod: func(f *hostfacts.Node) { bracket(f, f.Clock.Node.Add(-30*time.Second), 0) }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -181,8 +169,8 @@ func TestLinuxNearMisses(t *testing.T) {
 // RemoteSubnetRoutes, and a kubelet log line from 30 s ago showing the
 // connection lost when the vSwitch came up.
 func TestWindowsGuideNode(t *testing.T) {
-	f := parseWindowsT(t, "k8s-lab-win-1", readFixture(t, "windows-win-1.json"))
-	n, ok := f.Windows.network("Calico")
+	f := parseWindowsT(t, "k8s-lab-win-1", hostfactstest.Fixture(t, hostfactstest.NodeWindows))
+	n, ok := f.Windows.NetworkNamed("Calico")
 	if !ok || len(n.Routes) != 3 || n.VSID != 4096 || n.DrMAC != "00:15:5d:eb:90:ae" {
 		t.Fatalf("Calico network parsed as %+v", n)
 	}
@@ -199,7 +187,7 @@ func TestWindowsGuideNode(t *testing.T) {
 // containerd's log tail is kept for --collect; a log that does not exist
 // (the Calico CNI plugin's, before any pod ran) is no file and no finding.
 func TestWindowsLogsCollected(t *testing.T) {
-	f := parseWindowsT(t, "k8s-lab-win-1", readFixture(t, "windows-win-1.json"))
+	f := parseWindowsT(t, "k8s-lab-win-1", hostfactstest.Fixture(t, hostfactstest.NodeWindows))
 	raw := map[string]string{}
 	for _, r := range f.Raw {
 		raw[r.Name] = string(r.Data)
@@ -210,7 +198,7 @@ func TestWindowsLogsCollected(t *testing.T) {
 	if _, ok := raw["calico-cni.log.tail"]; ok {
 		t.Errorf("calico-cni.log.tail kept from a failed probe")
 	}
-	w := parseWindowsT(t, "k8s-lab-win-1", edit(t, readFixture(t, "windows-win-1.json"),
+	w := parseWindowsT(t, "k8s-lab-win-1", edit(t, hostfactstest.Fixture(t, hostfactstest.NodeWindows),
 		`"calicoCNILog":{"ok":false,"error":"C:\\var\\log\\calico\\cni\\cni.log does not exist"}`,
 		`"calicoCNILog":{"ok":true,"value":["2026-12-02 00:59:00.000 [INFO][1234] plugin.go 100: Calico CNI ADD"]}`))
 	found := false
@@ -223,12 +211,12 @@ func TestWindowsLogsCollected(t *testing.T) {
 }
 
 func TestWindowsNearMisses(t *testing.T) {
-	base := readFixture(t, "windows-win-1.json")
+	base := hostfactstest.Fixture(t, hostfactstest.NodeWindows)
 	lost := want{"HC503", finding.Warning, []string{"the connection to the API was lost"}}
 	cases := []struct {
 		name string
 		out  func(string) string
-		mod  func(*Facts)
+		mod  func(*hostfacts.Node)
 		want []want
 	}{
 		{name: "a RemoteSubnetRoute whose MAC disagrees with node-1's VTEP", out: func(s string) string {
@@ -285,9 +273,9 @@ func TestWindowsNearMisses(t *testing.T) {
 		{name: "the log's local time read as UTC is 3 hours off", out: func(s string) string {
 			return edit(t, s, `"utcOffsetMinutes":{"ok":true,"value":180}`, `"utcOffsetMinutes":{"ok":true,"value":0}`)
 		}},
-		{name: "clock 2 minutes behind", mod: func(f *Facts) { bracket(f, f.Clock.Node.Add(2*time.Minute), time.Second) },
+		{name: "clock 2 minutes behind", mod: func(f *hostfacts.Node) { bracket(f, f.Clock.Node.Add(2*time.Minute), time.Second) },
 			want: []want{lost, {"HC505", finding.Error, []string{"2m0s behind"}}}},
-		{name: "clock 6 minutes ahead", mod: func(f *Facts) { bracket(f, f.Clock.Node.Add(-6*time.Minute), time.Second) },
+		{name: "clock 6 minutes ahead", mod: func(f *hostfacts.Node) { bracket(f, f.Clock.Node.Add(-6*time.Minute), time.Second) },
 			want: []want{lost, {"HC505", finding.Error, []string{"6m0s ahead"}}}},
 	}
 	for _, c := range cases {
@@ -328,9 +316,9 @@ func routesLab(t *testing.T) *Cluster {
 }
 
 func TestLabRoutes(t *testing.T) {
-	base := readFixture(t, "linux-node-1.out")
-	base = strings.Replace(base, base[strings.Index(base, "@@hybridctl-test begin routes\n"):strings.Index(base, "@@hybridctl-test end routes 0")],
-		"@@hybridctl-test begin routes\n"+labRoutes+"\n", 1)
+	base := hostfactstest.Fixture(t, hostfactstest.NodeLinux)
+	base = strings.Replace(base, base[strings.Index(base, "@@hybridctl-5f2c0d9e8a7b6c5d4e3f2a1b begin routes\n"):strings.Index(base, "@@hybridctl-5f2c0d9e8a7b6c5d4e3f2a1b end routes 0")],
+		"@@hybridctl-5f2c0d9e8a7b6c5d4e3f2a1b begin routes\n"+labRoutes+"\n", 1)
 	cases := []struct {
 		name string
 		out  func(string) string
@@ -438,7 +426,7 @@ func TestResolveChecks(t *testing.T) {
 // hides a clock that may be off by more; HC505 skips it as incomplete
 // rather than calling it fine. At the limit it is judged.
 func TestClockUnknown(t *testing.T) {
-	f := parseLinuxT(t, "k8s-lab-node-1", readFixture(t, "linux-node-1.out"))
+	f := parseLinuxT(t, "k8s-lab-node-1", hostfactstest.Fixture(t, hostfactstest.NodeLinux))
 	bracket(f, f.Clock.Node, 2*hostfacts.MaxClockSkew+2*time.Millisecond)
 	fs, sk := Evaluate(f, calicoLab(t), nil, labExpect(), map[string]bool{"HC505": true})
 	expectExactly(t, fs)
@@ -451,7 +439,7 @@ func TestClockUnknown(t *testing.T) {
 	if len(sk) != 0 {
 		t.Errorf("an uncertainty at the limit: skipped %+v", sk)
 	}
-	f.Clock = Clock{Detail: "the clock command printed \"x\", not a time"}
+	f.Clock = hostfacts.Clock{Detail: "the clock command printed \"x\", not a time"}
 	_, sk = Evaluate(f, calicoLab(t), nil, labExpect(), map[string]bool{"HC505": true})
 	if len(sk) != 1 || !sk[0].Incomplete || !strings.Contains(sk[0].Reason, "not a time") {
 		t.Errorf("no sample: skipped %+v", sk)
@@ -459,7 +447,7 @@ func TestClockUnknown(t *testing.T) {
 }
 
 func TestOnlySelectedChecksRun(t *testing.T) {
-	f := parseLinuxT(t, "k8s-lab-node-1", edit(t, readFixture(t, "linux-node-1.out"), `"address":"66:ee:f4:61:98:50"`, `"address":"66:ee:f4:61:98:51"`))
+	f := parseLinuxT(t, "k8s-lab-node-1", edit(t, hostfactstest.Fixture(t, hostfactstest.NodeLinux), `"address":"66:ee:f4:61:98:50"`, `"address":"66:ee:f4:61:98:51"`))
 	bracket(f, f.Clock.Node.Add(time.Hour), 0)
 	fs, _ := Evaluate(f, calicoLab(t), nil, labExpect(), map[string]bool{"HC505": true})
 	expectExactly(t, fs, want{"HC505", finding.Error, []string{"1h0m0s behind"}})

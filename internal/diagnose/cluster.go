@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
 )
 
@@ -211,7 +212,7 @@ func buildCluster(nodes []corev1.Node, affs []affinity, from string) *Cluster {
 			} else if err := json.Unmarshal([]byte(v), &bd); err != nil || bd.VtepMAC == "" {
 				cn.Problems = append(cn.Problems, fmt.Sprintf("%s %q has no VtepMAC", AnnotFlannelBackend, v))
 			} else {
-				cn.MAC = NormMAC(bd.VtepMAC)
+				cn.MAC = hostfacts.NormMAC(bd.VtepMAC)
 			}
 			if ip, err := netip.ParseAddr(n.Annotations[AnnotFlannelPublicIP]); err == nil {
 				cn.Address = ip
@@ -247,7 +248,7 @@ func vtep(addr, mac, addrKey, macKey string) (netip.Addr, string, []string) {
 	case err != nil:
 		problems = append(problems, fmt.Sprintf("%s %q is not an IP address", addrKey, addr))
 	}
-	m := NormMAC(mac)
+	m := hostfacts.NormMAC(mac)
 	switch {
 	case mac == "":
 		problems = append(problems, "no "+macKey+" annotation")

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
+	"github.com/hybridctl/hybridctl/internal/hostfacts/hostfactstest"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
@@ -36,7 +38,7 @@ var issueSecretValues = []string{"Zx8~Q.azure-client-secret", "wJalrXUtnFEMI", "
 func TestCollectRedactsNodeOutput(t *testing.T) {
 	key := sshtest.NewKey(t)
 	srv := sshtest.Start(t, key.Signer.PublicKey())
-	installLinuxShims(t, srv.Dir)
+	hostfactstest.InstallNodeShims(t, srv.Dir)
 	var log strings.Builder
 	for _, l := range issueSecrets {
 		log.WriteString("1796172000.000001 k8s-lab-node-1 kubelet[812]: " + l + "\n")
@@ -55,8 +57,8 @@ func TestCollectRedactsNodeOutput(t *testing.T) {
 	}
 	defer func() { _ = c.Close() }()
 	x := labExpect()
-	x.APIHost, x.APIPort = "127.0.0.1", apiListener(t)
-	f, err := Gather(ctxT(t), c, "k8s-lab-node-1", x)
+	x.API = hostfacts.API{Host: "127.0.0.1", Port: hostfactstest.APIListener(t)}
+	f, err := hostfacts.GatherNode(ctxT(t), c, "k8s-lab-node-1", x.API, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

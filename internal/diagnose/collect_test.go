@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
+	"github.com/hybridctl/hybridctl/internal/hostfacts/hostfactstest"
 )
 
 func TestRedact(t *testing.T) {
@@ -43,9 +46,9 @@ password=hunter2hunter2 user=admin
 }
 
 func TestCollect(t *testing.T) {
-	f := parseLinuxT(t, "k8s-lab-node-1", readFixture(t, "linux-node-1.out"))
-	f.Raw = append(f.Raw, RawFile{Name: "kubelet-log.txt", Data: []byte("x token=abcdef.0123456789abcdef\n")},
-		RawFile{Name: "../escape.txt", Data: []byte("no")})
+	f := parseLinuxT(t, "k8s-lab-node-1", hostfactstest.Fixture(t, hostfactstest.NodeLinux))
+	f.Raw = append(f.Raw, hostfacts.RawFile{Name: "kubelet-log.txt", Data: []byte("x token=abcdef.0123456789abcdef\n")},
+		hostfacts.RawFile{Name: "../escape.txt", Data: []byte("no")})
 	r := &Result{Nodes: []NodeResult{{Name: "k8s-lab-node-1", Facts: f}, {Name: "k8s-lab-node-2", Error: "connection refused"}}}
 	dir := filepath.Join(t.TempDir(), "support")
 	err := Collect(context.Background(), dir, r)
@@ -105,15 +108,5 @@ func TestCollect(t *testing.T) {
 	}
 	if st, _ := os.Stat(shared); st.Mode().Perm() != 0o755 {
 		t.Errorf("existing directory changed to %o", st.Mode().Perm())
-	}
-}
-
-func TestParseLinuxWithoutSections(t *testing.T) {
-	if _, err := ParseLinux("n", []byte("sh: 1: Syntax error\n"), testMarker); err == nil || !strings.Contains(err.Error(), "n: the gathering script printed no sections") {
-		t.Errorf("output without sections: %v", err)
-	}
-	dup := "@@" + testMarker + " begin api\nconnected\n@@" + testMarker + " end api 0\n@@" + testMarker + " begin api\n"
-	if _, err := ParseLinux("n", []byte(dup), testMarker); err == nil || !strings.Contains(err.Error(), `section "api" appears twice`) {
-		t.Errorf("a section twice: %v", err)
 	}
 }

@@ -1,26 +1,24 @@
 package diagnose
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
+	"github.com/hybridctl/hybridctl/internal/hostfacts/hostfactstest"
 )
 
-// FuzzParseLinux feeds arbitrary script output to the Linux parser and the
-// checks: no panic, no hang, whatever a node prints. The seeds are the
-// recorded output and the kept corpus in testdata/fuzz/FuzzParseLinux.
-func FuzzParseLinux(f *testing.F) {
-	b, err := os.ReadFile(filepath.Join("testdata", "linux-node-1.out"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(b)
-	f.Add([]byte("@@" + testMarker + " begin links\n[{\"ifname\":\"vxlan.calico\",\"linkinfo\":{\"info_kind\":\"vxlan\"}}]\n@@" + testMarker + " end links 0\n"))
+// FuzzEvaluateLinux feeds arbitrary node script output to the Linux
+// parser and the checks: no panic, no hang, whatever a node prints. The
+// seeds are the recorded output and a near miss (hostfacts's
+// FuzzParseNodeLinux keeps the parser's corpus).
+func FuzzEvaluateLinux(f *testing.F) {
+	f.Add([]byte(hostfactstest.Fixture(f, hostfactstest.NodeLinux)))
+	f.Add([]byte("@@" + hostfactstest.Marker + " begin links\n[{\"ifname\":\"vxlan.calico\",\"linkinfo\":{\"info_kind\":\"vxlan\"}}]\n@@" + hostfactstest.Marker + " end links 0\n"))
 	cl := buildCluster(labNodes(f), labAffinities(), "x")
 	x := labExpect()
 	f.Fuzz(func(t *testing.T, out []byte) {
-		facts, err := ParseLinux("k8s-lab-node-1", out, testMarker)
+		facts, err := hostfacts.ParseNodeLinux("k8s-lab-node-1", out, hostfactstest.Marker)
 		if err != nil {
 			return
 		}
@@ -29,18 +27,14 @@ func FuzzParseLinux(f *testing.F) {
 	})
 }
 
-// FuzzParseWindows does the same for the Windows script's JSON.
-func FuzzParseWindows(f *testing.F) {
-	b, err := os.ReadFile(filepath.Join("testdata", "windows-win-1.json"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(b)
+// FuzzEvaluateWindows does the same for the Windows node script's JSON.
+func FuzzEvaluateWindows(f *testing.F) {
+	f.Add([]byte(hostfactstest.Fixture(f, hostfactstest.NodeWindows)))
 	f.Add([]byte(`{"hns":{"ok":true,"value":{"name":"Calico","subnets":null,"policies":{"Type":"RemoteSubnetRoute","DestinationPrefix":"300.1.1.1/99"}}}}`))
 	cl := buildCluster(labNodes(f), labAffinities(), "x")
 	x := labExpect()
 	f.Fuzz(func(t *testing.T, out []byte) {
-		facts, err := ParseWindows("k8s-lab-win-1", out)
+		facts, err := hostfacts.ParseNodeWindows("k8s-lab-win-1", out)
 		if err != nil {
 			return
 		}

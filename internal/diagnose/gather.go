@@ -1,14 +1,9 @@
 package diagnose
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,102 +12,6 @@ import (
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 )
-
-// Conn is the part of apply's SSH client (transport.Client) gathering uses.
-type Conn interface {
-	Config() transport.Config
-	// RunArgs runs a Linux script the transport's way (sh -c, through
-	// sudo -n when the node's connection says so) with positional
-	// arguments, the script's $1, $2, ...
-	RunArgs(ctx context.Context, script string, args []string, stdin io.Reader, l transport.Limits) (*transport.Result, error)
-	// RunLimited runs a script the OS's way (on Windows PowerShell
-	// -EncodedCommand, or an upload run with -File when that command line
-	// would be longer than cmd.exe accepts, as the gathering script's is).
-	RunLimited(ctx context.Context, script string, stdin io.Reader, l transport.Limits) (*transport.Result, error)
-}
-
-// MaxGatherBytes is how much a node's gathering may print: its output is
-// parsed whole, so a node that prints more (a compromised one answering
-// with hundreds of MiB) fails with a message saying how much it sent, and
-// the memory diagnose needs stays bounded. A real node prints well under a
-// MiB (a 5,000-node cluster's routes, neighbours and FDB entries about 3).
-const MaxGatherBytes = 16 << 20
-
-// LinuxArgs are the Linux script's positional arguments: the marker, the
-// API host and port, its $1, $2, $3 (data, never shell text).
-func LinuxArgs(marker, apiHost string, apiPort int) []string {
-	return []string{marker, apiHost, strconv.Itoa(apiPort)}
-}
-
-// WindowsInput is the Windows script's standard input.
-func WindowsInput(apiHost string, apiPort int) []byte {
-	b, _ := json.Marshal(struct {
-		APIHost string `json:"apiHost"`
-		APIPort int    `json:"apiPort"`
-	}{apiHost, apiPort})
-	return append(b, '\n')
-}
-
-// validArg refuses what no argument can carry (NUL) or what no API host
-// holds (a line break): refused here, never sent.
-func validArg(what, s string) error {
-	if strings.ContainsAny(s, "\x00\n\r") {
-		return fmt.Errorf("%s %q contains a NUL or a line break", what, s)
-	}
-	return nil
-}
-
-// Gather runs the node's read-only gathering over conn and parses it. The
-// clock is sampled first with a command of its own.
-func Gather(ctx context.Context, conn Conn, node string, x Expect) (*Facts, error) {
-	return gather(ctx, conn, node, x, nil)
-}
-
-// gather is Gather with the gathering's standard output also written to
-// spill as it arrives (--collect keeps it when it is too long to parse).
-func gather(ctx context.Context, conn Conn, node string, x Expect, spill io.Writer) (*Facts, error) {
-	if err := validArg("the API host", x.APIHost); err != nil {
-		return nil, err
-	}
-	cfg := conn.Config()
-	clock := hostfacts.SampleClock(ctx, scriptRunner{conn}, cfg.OS)
-	var f *Facts
-	switch cfg.OS {
-	case engine.Windows:
-		res, err := conn.RunLimited(ctx, WindowsScript, bytes.NewReader(WindowsInput(x.APIHost, x.APIPort)), transport.Limits{Max: MaxGatherBytes, Spill: spill})
-		if err != nil {
-			return nil, fmt.Errorf("gathering on %s: %w", node, err)
-		}
-		if f, err = ParseWindows(node, res.Stdout); err != nil {
-			return nil, err
-		}
-	default:
-		marker := hostfacts.NewMarker()
-		res, err := conn.RunArgs(ctx, LinuxScript, LinuxArgs(marker, x.APIHost, x.APIPort), nil, transport.Limits{Max: MaxGatherBytes, Spill: spill})
-		if err != nil {
-			return nil, fmt.Errorf("gathering on %s: %w", node, err)
-		}
-		if f, err = ParseLinux(node, res.Stdout, marker); err != nil {
-			return nil, err
-		}
-	}
-	if clock.Sampled {
-		clock.Synced = f.Clock.Synced
-		f.Clock = clock
-	} else if f.Clock.Sampled {
-		// Only the script's own sample: no bracket to measure against.
-		f.Clock.Sampled = false
-		f.Clock.Detail = clock.Detail
-	}
-	return f, nil
-}
-
-// scriptRunner runs a script through the connection the OS's way.
-type scriptRunner struct{ conn Conn }
-
-func (r scriptRunner) Run(ctx context.Context, script string) (*transport.Result, error) {
-	return r.conn.RunLimited(ctx, script, nil, transport.Limits{})
-}
 
 // Target is one node to diagnose.
 type Target struct {
@@ -124,7 +23,7 @@ type Target struct {
 type Options struct {
 	Targets []Target
 	// Dial returns the connection to a node (apply's transport pool).
-	Dial func(ctx context.Context, node string) (Conn, error)
+	Dial func(ctx context.Context, node string) (hostfacts.Conn, error)
 	// Cluster is the API's view; ClusterErr why it is nil.
 	Cluster    *Cluster
 	ClusterErr error
@@ -143,10 +42,10 @@ type Options struct {
 
 // NodeResult is one node's outcome.
 type NodeResult struct {
-	Name  string    `json:"name"`
-	OS    engine.OS `json:"os"`
-	Error string    `json:"error,omitempty"`
-	Facts *Facts    `json:"-"`
+	Name  string          `json:"name"`
+	OS    engine.OS       `json:"os"`
+	Error string          `json:"error,omitempty"`
+	Facts *hostfacts.Node `json:"-"`
 }
 
 // Result is a whole run: findings and skipped checks in node order (the
@@ -245,13 +144,13 @@ func Run(ctx context.Context, o Options) *Result {
 	return res
 }
 
-func gatherOne(ctx context.Context, o Options, t Target) (*Facts, error) {
+func gatherOne(ctx context.Context, o Options, t Target) (*hostfacts.Node, error) {
 	conn, err := o.Dial(ctx, t.Name)
 	if err != nil {
 		return nil, err
 	}
 	if o.Collect == nil {
-		return Gather(ctx, conn, t.Name, o.Expect)
+		return hostfacts.GatherNode(ctx, conn, t.Name, o.Expect.API, nil)
 	}
 	return gatherKept(ctx, conn, t.Name, o)
 }
@@ -268,7 +167,7 @@ const MaxCollectedOutput = 64 << 20
 // file in the node's collect directory; the file is kept only when the
 // output was too long to parse (the error then names it), and removed
 // otherwise (the parsed outputs are collected as usual).
-func gatherKept(ctx context.Context, conn Conn, node string, o Options) (*Facts, error) {
+func gatherKept(ctx context.Context, conn hostfacts.Conn, node string, o Options) (*hostfacts.Node, error) {
 	nd, err := mkdirPrivate(o.Collect, safeName(node))
 	if err != nil {
 		return nil, err
@@ -279,7 +178,7 @@ func gatherKept(ctx context.Context, conn Conn, node string, o Options) (*Facts,
 		return nil, fmt.Errorf("collect: %w", err)
 	}
 	w := newRedactingWriter(tmp, MaxCollectedOutput)
-	f, err := gather(ctx, conn, node, o.Expect, w)
+	f, err := hostfacts.GatherNode(ctx, conn, node, o.Expect.API, w)
 	var le *transport.OutputLimitError
 	if !errors.As(err, &le) {
 		tmp.Abort()

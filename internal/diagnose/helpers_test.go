@@ -2,13 +2,14 @@ package diagnose
 
 import (
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hybridctl/hybridctl/internal/finding"
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
+	"github.com/hybridctl/hybridctl/internal/hostfacts/hostfactstest"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,11 +17,9 @@ import (
 	"github.com/hybridctl/hybridctl/internal/testenv"
 )
 
-const testMarker = "hybridctl-test"
-
 // labExpect is what the guide's lab spec gives the checks.
 func labExpect() Expect {
-	return Expect{APIHost: "k8s-lab-api.example.com", APIPort: 6443, VNI: 4096, VXLANPort: 4789,
+	return Expect{API: hostfacts.API{Host: "k8s-lab-api.example.com", Port: 6443}, VNI: 4096, VXLANPort: 4789,
 		PodCIDR: mustPrefix("172.21.0.0/16")}
 }
 
@@ -66,26 +65,17 @@ func calicoLab(t testing.TB) *Cluster {
 	return buildCluster(labNodes(t), labAffinities(), "blockaffinities.projectcalico.org")
 }
 
-func readFixture(t testing.TB, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // bracket sets the clock sample as if this machine's clock read local at
 // both ends of a round trip of rtt.
-func bracket(f *Facts, local time.Time, rtt time.Duration) {
+func bracket(f *hostfacts.Node, local time.Time, rtt time.Duration) {
 	f.Clock.Sampled = true
 	f.Clock.Before = local.Add(-rtt / 2)
 	f.Clock.After = local.Add(rtt / 2)
 }
 
-func parseLinuxT(t testing.TB, node, out string) *Facts {
+func parseLinuxT(t testing.TB, node, out string) *hostfacts.Node {
 	t.Helper()
-	f, err := ParseLinux(node, []byte(out), testMarker)
+	f, err := hostfacts.ParseNodeLinux(node, []byte(out), hostfactstest.Marker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,9 +83,9 @@ func parseLinuxT(t testing.TB, node, out string) *Facts {
 	return f
 }
 
-func parseWindowsT(t testing.TB, node, out string) *Facts {
+func parseWindowsT(t testing.TB, node, out string) *hostfacts.Node {
 	t.Helper()
-	f, err := ParseWindows(node, []byte(out))
+	f, err := hostfacts.ParseNodeWindows(node, []byte(out))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hybridctl/hybridctl/internal/finding"
+	"github.com/hybridctl/hybridctl/internal/hostfacts/hostfactstest"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -56,7 +57,7 @@ func TestLoadClusterLive(t *testing.T) {
 		!strings.Contains(cl.Evidence, "4 blockaffinities.projectcalico.org") {
 		t.Fatalf("calico view: %+v\n%+v", cl, n1)
 	}
-	w := parseWindowsT(t, "k8s-lab-win-1", edit(t, readFixture(t, "windows-win-1.json"),
+	w := parseWindowsT(t, "k8s-lab-win-1", edit(t, hostfactstest.Fixture(t, hostfactstest.NodeWindows),
 		`"DistributedRouterMacAddress":"66-ee-f4-61-98-50"`, `"DistributedRouterMacAddress":"66-ee-f4-61-98-51"`))
 	fs, _ := Evaluate(w, cl, nil, labExpect(), map[string]bool{"HC508": true})
 	expectExactly(t, fs, want{"HC508", finding.Error, []string{"has MAC 66:ee:f4:61:98:51, but k8s-lab-node-1's VTEP MAC is 66:ee:f4:61:98:50"}})

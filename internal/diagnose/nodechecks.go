@@ -31,7 +31,7 @@ func checkServices(c *Ctx) {
 		c.Skip("the node's service manager could not be queried", true)
 		return
 	}
-	events := map[string][]ServiceEvent{}
+	events := map[string][]hostfacts.ServiceEvent{}
 	for _, e := range f.ServiceEvents {
 		if _, bad := scmFailures[e.ID]; bad {
 			events[strings.ToLower(e.Service)] = append(events[strings.ToLower(e.Service)], e)
@@ -175,7 +175,7 @@ func checkKubeletLog(c *Ctx) {
 		}
 	}
 	for _, cause := range logCauses {
-		var hits []LogLine
+		var hits []hostfacts.LogLine
 		for _, l := range f.KubeletLog {
 			if age := now.Sub(l.Time); l.Time.IsZero() || age > RecentLog || age < -time.Minute || !cause.match(strings.ToLower(l.Text)) {
 				continue
@@ -193,7 +193,7 @@ func checkKubeletLog(c *Ctx) {
 
 func checkAPI(c *Ctx) {
 	f := c.Facts
-	target := net.JoinHostPort(c.Expect.APIHost, strconv.Itoa(c.Expect.APIPort))
+	target := net.JoinHostPort(c.Expect.API.Host, strconv.Itoa(c.Expect.API.Port))
 	if !f.API.Ran {
 		c.Skip("no tool on the node to open a TCP connection: "+oneLine(f.API.Detail, 200), false)
 		return
@@ -250,7 +250,7 @@ func checkCNI(c *Ctx) {
 		c.Report(finding.Error, fmt.Sprintf("no CNI configuration on %s: %s", f.Node, oneLine(f.CNIError, 200)), "", ev...)
 		return
 	}
-	var valid []CNIFile
+	var valid []hostfacts.CNIFile
 	for _, cf := range f.CNIFiles {
 		if !cf.Valid {
 			c.Report(finding.Error, fmt.Sprintf("%s on %s is not a valid CNI configuration: %s", cf.Name, f.Node, cf.Problem), "fix or remove the file; the runtime may pick it")

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hybridctl/hybridctl/internal/finding"
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 )
 
 // TestWriteJUnit: a suite per node, a case per selected check on it
@@ -16,7 +17,7 @@ func TestWriteJUnit(t *testing.T) {
 	const token = "abcdef.0123456789abcdef"
 	r := &Result{
 		Nodes: []NodeResult{
-			{Name: "k8s-lab-node-1", Facts: &Facts{Node: "k8s-lab-node-1"}},
+			{Name: "k8s-lab-node-1", Facts: &hostfacts.Node{Node: "k8s-lab-node-1"}},
 			{Name: "k8s-lab-win-1", Error: "connecting to k8s-lab-win-1: refused \x1b[2K"},
 		},
 		Checks: []string{"HC501", "HC505", "HC508"},

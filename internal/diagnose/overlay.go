@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hybridctl/hybridctl/internal/finding"
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
@@ -13,24 +14,6 @@ import (
 // FlannelLinuxPort is flannel's default VXLAN port on Linux; Windows only
 // speaks 4789.
 const FlannelLinuxPort = 8472
-
-func (n *LinuxNet) link(name string) (Link, bool) {
-	for _, l := range n.Links {
-		if l.Name == name {
-			return l, true
-		}
-	}
-	return Link{}, false
-}
-
-func (w *WindowsNet) network(name string) (HNSNetwork, bool) {
-	for _, n := range w.Networks {
-		if strings.EqualFold(n.Name, name) {
-			return n, true
-		}
-	}
-	return HNSNetwork{}, false
-}
 
 func checkVXLAN(c *Ctx) {
 	f, cl := c.Facts, c.Cluster
@@ -59,7 +42,7 @@ func checkVXLAN(c *Ctx) {
 			c.Report(finding.Error, fmt.Sprintf("the HNS networks of %s could not be read (%s)", f.Node, reason), "check the hns service (HC501) and the HostNetworkingService module")
 			return
 		}
-		n, ok := f.Windows.network(cl.HNSNetwork)
+		n, ok := f.Windows.NetworkNamed(cl.HNSNetwork)
 		if !ok {
 			var names []string
 			for _, n := range f.Windows.Networks {
@@ -88,7 +71,7 @@ func checkVXLAN(c *Ctx) {
 			c.Skip("the node's network devices could not be read (ip -j link)", true)
 			return
 		}
-		l, ok := f.Linux.link(cl.Device)
+		l, ok := f.Linux.LinkNamed(cl.Device)
 		if !ok {
 			c.Report(finding.Error, fmt.Sprintf("%s has no %s device: the pod network's agent has not set up its VXLAN endpoint", f.Node, cl.Device), "")
 			return
@@ -201,20 +184,20 @@ func overlayRoutes(c *Ctx, self ClusterNode) {
 	c.staleRoutes(known, "", "matches no Node's podCIDR")
 }
 
-func gw(r Route) string {
+func gw(r hostfacts.Route) string {
 	if r.Gateway.IsValid() {
 		return r.Gateway.String()
 	}
 	return "dev " + r.Dev + " (no gateway)"
 }
 
-func findRoute(rs []Route, dst netip.Prefix) (Route, bool) {
+func findRoute(rs []hostfacts.Route, dst netip.Prefix) (hostfacts.Route, bool) {
 	for _, r := range rs {
 		if r.Dst == dst {
 			return r, true
 		}
 	}
-	return Route{}, false
+	return hostfacts.Route{}, false
 }
 
 // staleRoutes reports routes into the pod network (on dev, when set) that
@@ -241,7 +224,7 @@ func overlayLinuxVXLAN(c *Ctx, self ClusterNode) {
 		c.Skip("the node's network devices could not be read", true)
 		return
 	}
-	dev, ok := f.Linux.link(cl.Device)
+	dev, ok := f.Linux.LinkNamed(cl.Device)
 	if !ok {
 		c.Skip("there is no "+cl.Device+" device to compare (HC507 reports it)", false)
 		return
@@ -273,7 +256,7 @@ func overlayLinuxVXLAN(c *Ctx, self ClusterNode) {
 					"node: "+r.Raw, clusterSays(cl, p, b))
 			}
 		}
-		var nb *Neigh
+		var nb *hostfacts.Neigh
 		for i := range f.Linux.Neigh {
 			if n := &f.Linux.Neigh[i]; n.Dev == dev.Name && n.Dst == p.Tunnel {
 				nb = n
@@ -287,7 +270,7 @@ func overlayLinuxVXLAN(c *Ctx, self ClusterNode) {
 			c.Report(finding.Error, fmt.Sprintf("%s's neighbour entry for %s's tunnel address %s has MAC %s, but %s's VTEP MAC is %s", f.Node, p.Name, p.Tunnel, nb.MAC, p.Name, p.MAC), "",
 				fmt.Sprintf("node: %s lladdr %s dev %s %s", nb.Dst, nb.MAC, nb.Dev, nb.State), clusterSays(cl, p, first))
 		}
-		var fe *FDB
+		var fe *hostfacts.FDB
 		for i := range f.Linux.FDB {
 			if e := &f.Linux.FDB[i]; e.Dev == dev.Name && e.MAC == p.MAC {
 				fe = e
@@ -323,7 +306,7 @@ func overlayWindows(c *Ctx, self ClusterNode) {
 		c.Skip("the node's HNS networks could not be read", true)
 		return
 	}
-	net, ok := f.Windows.network(cl.HNSNetwork)
+	net, ok := f.Windows.NetworkNamed(cl.HNSNetwork)
 	if !ok {
 		c.Skip("there is no HNS network "+cl.HNSNetwork+" to compare (HC507 reports it)", false)
 		return
@@ -347,7 +330,7 @@ func overlayWindows(c *Ctx, self ClusterNode) {
 		}
 		for _, b := range p.Blocks {
 			known[b] = true
-			var r *RemoteSubnetRoute
+			var r *hostfacts.RemoteSubnetRoute
 			for i := range net.Routes {
 				if net.Routes[i].Prefix == b {
 					r = &net.Routes[i]

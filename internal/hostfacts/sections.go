@@ -1,7 +1,22 @@
-// Package hostfacts owns what every read of a host's facts shares: the
-// marker protocol that cuts a gathering script's output into sections, and
-// the sampling of a host's clock against this machine's with the one clock
-// limit (MaxClockSkew) preflight and node diagnose both apply.
+// Package hostfacts owns every read of a host's facts: the read-only
+// scripts hybridctl runs on a host to learn about it (Linux sh and Windows
+// PowerShell each), their parsed results, the marker protocol that cuts a
+// script's output into sections, and the sampling of a host's clock
+// against this machine's with the one clock limit (MaxClockSkew).
+//
+// There are three reads, each a Gather function over the transport:
+//
+//   - GatherHost: a host before anything is installed (OS, identity, swap,
+//     time, name resolution, ports), which preflight's checks read;
+//   - GatherInstalled: what a host has installed (versions, configuration
+//     files, kernel settings), which inventory and diff compare with the
+//     spec;
+//   - GatherNode: a cluster node at run time (services, runtime, kubelet
+//     log, API reachability, CNI files, overlay tables), which node
+//     diagnose's checks read.
+//
+// The packages that read them (preflight, inventory, diagnose) never run a
+// script of their own.
 //
 // The protocol: a script prints each section as
 //

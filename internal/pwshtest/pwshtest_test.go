@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
-	"github.com/hybridctl/hybridctl/internal/provision/preflight"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
 	"github.com/hybridctl/hybridctl/internal/render"
@@ -106,8 +106,8 @@ func TestTransportCommandsParse(t *testing.T) {
 	}
 	defer func() { _ = c.Close() }()
 	win := engine.Host{Name: "win", Role: engine.RoleWorker, OS: engine.Windows}
-	_, _ = preflight.Gather(ctx, c, win, "k8s-lab-api.example.com")
-	_, _ = preflight.Gather(ctx, c, win, "192.168.10.23")
+	_, _ = hostfacts.GatherHost(ctx, c, win, "k8s-lab-api.example.com")
+	_, _ = hostfacts.GatherHost(ctx, c, win, "192.168.10.23")
 	if err := c.Upload(ctx, `C:\k\join.yaml`, []byte("secret"), 0o600); err != nil {
 		t.Fatal(err)
 	}

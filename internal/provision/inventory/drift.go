@@ -8,6 +8,7 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
@@ -92,7 +93,7 @@ func Drift(n *Node, x Expect) []Difference {
 		}
 	}
 	if !windows {
-		for _, key := range SysctlKeys() {
+		for _, key := range hostfacts.SysctlKeys() {
 			if v, ok := f.Sysctl[key]; ok {
 				differ("sysctl "+key, v, "1")
 			}

@@ -2,7 +2,7 @@
 // before a procedure runs or a diff is made: which of the spec's nodes
 // already belong to the cluster, which are new, which conflict with it,
 // which of the cluster's nodes the spec does not name, and each member's
-// versions and settings as its host reports them.
+// versions and settings as its host reports them (hostfacts.GatherInstalled).
 //
 // The truth is the cluster and the hosts, never apply's state file (a
 // cache of progress): a cluster hybridctl did not build, or a lost state
@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
 
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/kubeclient"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
@@ -62,7 +63,7 @@ type Node struct {
 	Object *corev1.Node
 	// Facts are what the host reported; nil when it was not read (offline,
 	// no connection) or could not be (HostErr).
-	Facts   *Facts
+	Facts   *hostfacts.Installed
 	HostErr error
 }
 
@@ -139,7 +140,7 @@ type Options struct {
 	// unless its host has joined).
 	RESTConfig func(ctx context.Context) (*rest.Config, error)
 	// Connect reaches a host over SSH; nil reads no host.
-	Connect func(ctx context.Context, host string) (Runner, error)
+	Connect func(ctx context.Context, host string) (hostfacts.Runner, error)
 	// Concurrency caps the hosts read at once (default 10).
 	Concurrency int
 }
@@ -199,7 +200,7 @@ func listNodes(ctx context.Context, cfg *rest.Config) ([]corev1.Node, string, er
 	return out, v.GitVersion, err
 }
 
-func readHosts(ctx context.Context, nodes []*Node, connect func(ctx context.Context, host string) (Runner, error), concurrency int) {
+func readHosts(ctx context.Context, nodes []*Node, connect func(ctx context.Context, host string) (hostfacts.Runner, error), concurrency int) {
 	if concurrency <= 0 {
 		concurrency = 10
 	}
@@ -221,7 +222,7 @@ func readHosts(ctx context.Context, nodes []*Node, connect func(ctx context.Cont
 				n.HostErr = err
 				return
 			}
-			n.Facts, n.HostErr = Gather(ctx, r, n.Host)
+			n.Facts, n.HostErr = hostfacts.GatherInstalled(ctx, r, n.Host)
 		}()
 	}
 	wg.Wait()

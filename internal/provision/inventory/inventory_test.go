@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
+	"github.com/hybridctl/hybridctl/internal/hostfacts/hostfactstest"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
-	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/testenv"
 )
 
@@ -55,8 +57,8 @@ func TestClassify(t *testing.T) {
 	for _, h := range hosts {
 		inv.Nodes = append(inv.Nodes, &Node{Host: h})
 	}
-	inv.Nodes[3].Facts = &Facts{KubeletConf: true}
-	inv.Nodes[4].Facts = &Facts{} // read, not joined
+	inv.Nodes[3].Facts = &hostfacts.Installed{KubeletConf: true}
+	inv.Nodes[4].Facts = &hostfacts.Installed{} // read, not joined
 	classify(inv, []corev1.Node{
 		node("cp", "10.0.0.1"),
 		node("moved", "10.0.0.99"),
@@ -94,7 +96,7 @@ func TestClassify(t *testing.T) {
 		t.Error("Member")
 	}
 	// Without the cluster, only the hosts tell.
-	noAPI := &Inventory{Nodes: []*Node{{Host: hosts[0], Facts: &Facts{KubeletConf: true}}, {Host: hosts[4]}}}
+	noAPI := &Inventory{Nodes: []*Node{{Host: hosts[0], Facts: &hostfacts.Installed{KubeletConf: true}}, {Host: hosts[4]}}}
 	classify(noAPI, nil)
 	if noAPI.Nodes[0].Status != StatusMember || noAPI.Nodes[1].Status != StatusNew || noAPI.Conflicts() != nil {
 		t.Errorf("without the API: %s %s %v", noAPI.Nodes[0].Status, noAPI.Nodes[1].Status, noAPI.Conflicts())
@@ -105,25 +107,6 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// fakeRunner answers the facts script with canned output per host,
-// sections written as for wire and put in the protocol with the script's
-// own marker.
-type fakeRunner struct {
-	out string
-	err error
-}
-
-func (f fakeRunner) Run(_ context.Context, script string) (*transport.Result, error) {
-	if f.err != nil {
-		return nil, f.err
-	}
-	m := scriptMarker.FindStringSubmatch(script)
-	if m == nil {
-		return nil, errors.New("no marker in the script")
-	}
-	return &transport.Result{Stdout: []byte(wire(m[1], f.out))}, nil
-}
-
 // Discover against the real API server holding the guide's lab: every spec
 // node is a member; the cluster's version is read; one unreachable host
 // is recorded on its node while the others are read; a RESTConfig that
@@ -132,14 +115,16 @@ func (f fakeRunner) Run(_ context.Context, script string) (*transport.Result, er
 func TestDiscoverLab(t *testing.T) {
 	env := testenv.Get(t)
 	ctx := context.Background()
-	joined := "### hybridctl kubelet-conf\npresent\n### hybridctl kubelet-version\nKubernetes v1.37.2\n### hybridctl end\n"
+	joined := func(time.Time) string {
+		return "### kubelet-conf\npresent\n### kubelet-version\nKubernetes v1.37.2\n### end\n"
+	}
 	inv, err := Discover(ctx, Options{Hosts: labHosts(), Concurrency: 2,
 		RESTConfig: func(context.Context) (*rest.Config, error) { return env.AdminConfig(), nil },
-		Connect: func(_ context.Context, host string) (Runner, error) {
+		Connect: func(_ context.Context, host string) (hostfacts.Runner, error) {
 			if host == "k8s-lab-node-2" {
 				return nil, errors.New("dial tcp 192.168.10.26:22: no route to host")
 			}
-			return fakeRunner{out: joined}, nil
+			return hostfactstest.Runner{Out: joined}, nil
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -208,20 +193,5 @@ func TestDiscoverPaginates(t *testing.T) {
 	}
 	if !inv.Member("n000") || !inv.Member("n519") || len(inv.Extra) != total-2 {
 		t.Errorf("members %v %v, %d extra", inv.Member("n000"), inv.Member("n519"), len(inv.Extra))
-	}
-}
-
-// Gather refuses output cut short (no end marker), and names the host.
-func TestGatherNeedsTheEndMarker(t *testing.T) {
-	h := engine.Host{Name: "w1", OS: engine.Windows}
-	if _, err := Gather(context.Background(), fakeRunner{out: "### hybridctl kubelet-conf\npresent\n"}, h); err == nil || !strings.Contains(err.Error(), "w1") {
-		t.Errorf("no end marker: %v", err)
-	}
-	if _, err := Gather(context.Background(), fakeRunner{err: errors.New("exit 255")}, h); err == nil || !strings.Contains(err.Error(), "reading w1: exit 255") {
-		t.Errorf("a failed script: %v", err)
-	}
-	f, err := Gather(context.Background(), fakeRunner{out: "### hybridctl kubelet-conf\n\n### hybridctl end\n"}, h)
-	if err != nil || f.KubeletConf {
-		t.Errorf("an empty section: %+v %v", f, err)
 	}
 }

@@ -1,3 +1,12 @@
+// Package preflight checks hybridctl's hosts before anything is changed,
+// as the guide's preparation sections do: OS and version, unique
+// product_uuid and machine-id, swap, time sync, the API name resolving to
+// the control plane, required ports free.
+//
+// It is a catalogue over internal/hostfacts: the facts come from
+// hostfacts.GatherHost (one clock sample and one script per host), and the
+// checks are pure functions of them, so they are tested with table tests
+// and the gathering is tested with hostfacts against a real SSH server.
 package preflight
 
 import (
@@ -11,7 +20,6 @@ import (
 
 	"github.com/hybridctl/hybridctl/internal/finding"
 	"github.com/hybridctl/hybridctl/internal/hostfacts"
-
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/suggest"
 )
@@ -101,9 +109,9 @@ type Expect struct {
 // nodes the facts of every node (All).
 type Input struct {
 	Host   engine.Host
-	Facts  *Facts
+	Facts  *hostfacts.Host
 	Expect Expect
-	All    []*Facts
+	All    []*hostfacts.Host
 }
 
 // Checker is one named preflight check, in the shape of kubeadm's
@@ -192,9 +200,9 @@ func Checks() []Check {
 			Doc: "the API name resolves on the node to a control-plane address"},
 		{name: CheckPortFree, scope: ScopeNode, Severity: "error", check: checkPortFree,
 			Doc: "ports free: control plane 6443, 2379, 2380, 10257, 10259; every node 10250, 10256 (not on a node that already joined)"},
-		{name: CheckProductUUID, scope: ScopeCluster, Severity: "error", check: unique("product_uuid", func(f *Facts) string { return f.ProductUUID }, "give each VM its own SMBIOS UUID"),
+		{name: CheckProductUUID, scope: ScopeCluster, Severity: "error", check: unique("product_uuid", func(f *hostfacts.Host) string { return f.ProductUUID }, "give each VM its own SMBIOS UUID"),
 			Doc: "no two nodes share a product_uuid (VMs cloned from one template)"},
-		{name: CheckMachineID, scope: ScopeCluster, Severity: "error", check: unique("machine id", func(f *Facts) string { return f.MachineID },
+		{name: CheckMachineID, scope: ScopeCluster, Severity: "error", check: unique("machine id", func(f *hostfacts.Host) string { return f.MachineID },
 			"regenerate it: rm /etc/machine-id && systemd-machine-id-setup (Linux); sysprep the image (Windows)"),
 			Doc: "no two nodes share a machine id (`/etc/machine-id`, Windows MachineGuid)"},
 	}
@@ -269,7 +277,7 @@ const preparedNote = " (a warning before preparation, which sets this up; post-p
 // CheckHost runs the node checks on one host's facts, as the "preflight"
 // phase does: errors of the checks the preparation fixes (time-sync,
 // clock-skew, api-name-resolves) are warnings here.
-func CheckHost(f *Facts, h engine.Host, x Expect) []Finding {
+func CheckHost(f *hostfacts.Host, h engine.Host, x Expect) []Finding {
 	out := run(Input{Host: h, Facts: f, Expect: x}, ScopeNode, ScopePrepared)
 	prepared := map[string]bool{}
 	for _, c := range Checks() {
@@ -297,12 +305,12 @@ func NodeChecks(h engine.Host, scopes ...Scope) []string {
 
 // CheckPrepared runs the checks that the preparation should have fixed,
 // as the "post-prepare" phase does: their errors are errors.
-func CheckPrepared(f *Facts, h engine.Host, x Expect) []Finding {
+func CheckPrepared(f *hostfacts.Host, h engine.Host, x Expect) []Finding {
 	return run(Input{Host: h, Facts: f, Expect: x}, ScopePrepared)
 }
 
 // CheckCluster runs the checks across nodes, as "preflight-cluster" does.
-func CheckCluster(facts []*Facts) []Finding {
+func CheckCluster(facts []*hostfacts.Host) []Finding {
 	var out []Finding
 	for _, f := range facts {
 		out = append(out, run(Input{Host: engine.Host{Name: f.Host, OS: f.OS}, Facts: f, All: facts}, ScopeCluster)...)
@@ -529,7 +537,7 @@ func checkPortFree(in Input) (warnings, errs []error) {
 // unique is a check across nodes: no other node shares this one's value
 // (machines cloned from one template share them, and then kubelets and
 // Calico confuse the nodes). Unknown values are not compared.
-func unique(what string, get func(*Facts) string, fix string) func(Input) ([]error, []error) {
+func unique(what string, get func(*hostfacts.Host) string, fix string) func(Input) ([]error, []error) {
 	return func(in Input) (warnings, errs []error) {
 		v := get(in.Facts)
 		if v == "" {

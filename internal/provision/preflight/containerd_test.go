@@ -3,6 +3,8 @@ package preflight
 import (
 	"strings"
 	"testing"
+
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 )
 
 // TestCheckContainerd: with packages from the distribution, its containerd
@@ -27,7 +29,7 @@ func TestCheckContainerd(t *testing.T) {
 		// Bundle mode or an older Kubernetes: not checked.
 		{"1.6.20~ds1-1+deb12u3", Expect{}, "", ""},
 	} {
-		f := &Facts{Host: "lin-1", ContainerdCandidate: c.candidate}
+		f := &hostfacts.Host{Host: "lin-1", ContainerdCandidate: c.candidate}
 		warns, errs := checkContainerd(Input{Host: linuxWorker, Facts: f, Expect: c.x})
 		if got := join(errs); (c.err == "") != (got == "") || !strings.Contains(got, c.err) {
 			t.Errorf("%q: errors %q, want %q", c.candidate, got, c.err)

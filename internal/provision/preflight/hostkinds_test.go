@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
+	"github.com/hybridctl/hybridctl/internal/hostfacts/hostfactstest"
+	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
 // hostKind is a Linux host the SSH test server plays: its os-release, what
@@ -26,9 +30,9 @@ var (
 
 // gatherAs runs the real gathering script over SSH with stand-ins that make
 // this machine look like k.
-func gatherAs(t *testing.T, k hostKind) *Facts {
+func gatherAs(t *testing.T, k hostKind) *hostfacts.Host {
 	t.Helper()
-	c, srv := dialLoopback(t)
+	c, srv := hostfactstest.Dial(t, engine.Linux)
 	if err := os.WriteFile(filepath.Join(srv.Dir, "os-release"), []byte(k.osRelease), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +42,7 @@ func gatherAs(t *testing.T, k hostKind) *Facts {
 	srv.Shim("awk", "#!/bin/sh\nfor a; do last=$a; done\nif [ \"$last\" = /proc/self/status ]; then echo "+k.capbnd+"; exit 0; fi\nexec /usr/bin/awk \"$@\"\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	f, err := Gather(ctx, c, linuxWorker, "localhost")
+	f, err := hostfacts.GatherHost(ctx, c, linuxWorker, "localhost")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +110,7 @@ func TestHostKindsOverSSH(t *testing.T) {
 // TestOSVersionNearMisses: Debian 11 and an unknown distribution still warn.
 func TestOSVersionNearMisses(t *testing.T) {
 	for _, osr := range [][2]string{{"debian", "11"}, {"debian", "14"}, {"rocky", "9"}, {"ubuntu", "24.04"}} {
-		f := &Facts{OSID: osr[0], OSVersionID: osr[1], OSPrettyName: osr[0] + " " + osr[1]}
+		f := &hostfacts.Host{OSID: osr[0], OSVersionID: osr[1], OSPrettyName: osr[0] + " " + osr[1]}
 		got := findingsOf(CheckHost(f, linuxWorker, labExpect), CheckOSVersion)
 		if len(got) != 1 || !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "warning: ") }) {
 			t.Errorf("%v: %v", osr, got)

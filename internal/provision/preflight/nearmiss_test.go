@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hybridctl/hybridctl/internal/hostfacts"
+	"github.com/hybridctl/hybridctl/internal/hostfacts/hostfactstest"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
@@ -19,8 +19,8 @@ import (
 // limit (written for the mutants gremlins found alive; docs/testing.md).
 
 // preparedOK are the facts of a Linux worker that passes every check.
-func preparedOK() *Facts {
-	return &Facts{Host: linuxWorker.Name, OSID: "ubuntu", OSVersionID: "26.04", ProductUUID: "u", MachineID: "m", SwapKnown: true,
+func preparedOK() *hostfacts.Host {
+	return &hostfacts.Host{Host: linuxWorker.Name, OSID: "ubuntu", OSVersionID: "26.04", ProductUUID: "u", MachineID: "m", SwapKnown: true,
 		TimeSynced: "yes", Clock: clockAt(0), Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}}
 }
 
@@ -134,7 +134,7 @@ func TestOSVersionExpectations(t *testing.T) {
 // read (a client edition) warns, nothing read is not guessed at.
 func TestWindowsInstallationType(t *testing.T) {
 	for typ, warn := range map[string]bool{"Server": false, "Server Core": false, "Client": true, "Nano Server": true, "": false} {
-		f := &Facts{Host: winWorker.Name, WindowsBuild: "26100", WindowsInstallationType: typ}
+		f := &hostfacts.Host{Host: winWorker.Name, WindowsBuild: "26100", WindowsInstallationType: typ}
 		got := findingsOf(CheckHost(f, winWorker, labExpect), CheckOSVersion)
 		if (len(got) == 1) != warn || len(got) > 1 {
 			t.Errorf("installation type %q: %v", typ, got)
@@ -160,7 +160,7 @@ func TestContainerHostMessage(t *testing.T) {
 // TestCheckClusterOrder: by check in list order, then host in the order
 // the hosts were given.
 func TestCheckClusterOrder(t *testing.T) {
-	got := CheckCluster([]*Facts{
+	got := CheckCluster([]*hostfacts.Host{
 		{Host: "c", ProductUUID: "u1", MachineID: "m1"},
 		{Host: "a", ProductUUID: "u1", MachineID: "m1"},
 		{Host: "b", ProductUUID: "u1", MachineID: "m2"},
@@ -172,82 +172,6 @@ func TestCheckClusterOrder(t *testing.T) {
 	want := []string{"product-uuid-unique@c", "product-uuid-unique@a", "product-uuid-unique@b", "machine-id-unique@c", "machine-id-unique@a"}
 	if !slices.Equal(s, want) {
 		t.Errorf("got %v, want %v", s, want)
-	}
-}
-
-// TestParseNearMisses: the parsers on the inputs next to the usual ones.
-func TestParseNearMisses(t *testing.T) {
-	osr := ParseOSRelease("EMPTY=\"\"\nONE=\"x\"\nESC=\"a \\\"q\\\" \\\\ \\$HOME \\`date\\` \\n\"\n" +
-		"TRAIL=\"ends in \\\"\nSINGLE='it \\\"stays\\\"'\n")
-	for k, want := range map[string]string{"EMPTY": "", "ONE": "x", "ESC": `a "q" \ $HOME ` + "`date`" + ` \n`, "TRAIL": `ends in \`, "SINGLE": `it \"stays\"`} {
-		if got, ok := osr[k]; !ok || got != want {
-			t.Errorf("%s: got %q (%v), want %q", k, got, ok, want)
-		}
-	}
-	// The local address is the second field and the state the fourth,
-	// however few fields follow; an address without a host part still has
-	// its port after the colon.
-	ports := ParseProcNetTCP("0: 00000000:0016 00000000:0000 0A\n1: :01BB 00000000:0000 0A 0\n2: 00000000:0050 00000000:0000\n")
-	if !ports[22] || !ports[443] || ports[80] || len(ports) != 2 {
-		t.Errorf("listening: %v", ports)
-	}
-
-	h := linuxWorker
-	if f := parse(t, h, "### kubelet-conf\n### other\n"); f.KubeletConfigured {
-		t.Error("an empty kubelet-conf section: not configured")
-	}
-	if f := parse(t, h, "### kubelet-conf\npresent\n"); !f.KubeletConfigured {
-		t.Error("kubelet-conf present: configured")
-	}
-	if _, err := Parse(h, "### hybridctl kubelet-conf\npresent\n", testMarker); err == nil || !strings.Contains(err.Error(), "no section") {
-		t.Errorf("the old fixed marker is not a section: %v", err)
-	}
-	if _, err := Parse(h, wire(testMarker, "### machine-id\na\n### machine-id\nb\n"), testMarker); err == nil || !strings.Contains(err.Error(), `k8s-lab-node-1: reading the facts script's output: section "machine-id" appears twice`) {
-		t.Errorf("a section twice: %v", err)
-	}
-	// A section line longer than the scanner's first buffer (64 KiB) does
-	// not end the output: the sections after it are read.
-	long := "### os-release\nPRETTY_NAME=\"" + strings.Repeat("x", 100_000) + "\"\nID=ubuntu\n### machine-id\nABC\n"
-	if f := parse(t, h, long); f.OSID != "ubuntu" || f.MachineID != "abc" || len(f.OSPrettyName) != 100_000 {
-		t.Errorf("after a long line: ID %q, machine id %q, name of %d characters", f.OSID, f.MachineID, len(f.OSPrettyName))
-	}
-}
-
-// TestGatherClockSkew: the clock is sampled by its own command, compared
-// with the middle of its round trip, half the round trip its uncertainty;
-// a host whose clock command prints no time has no sample.
-func TestGatherClockSkew(t *testing.T) {
-	ctx := context.Background()
-	sections := func(time.Time) string { return "### hostname\nnode-1\n" }
-	f, err := Gather(ctx, fakeRunner{clock: func(time.Time) string { return "\n" }, out: sections}, linuxWorker, "api")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.Clock.Sampled || !strings.Contains(f.Clock.Detail, "not a time") || f.Hostname != "node-1" {
-		t.Errorf("no time: %+v, host name %q", f.Clock, f.Hostname)
-	}
-	// A round trip of 2 s whose host clock is read in its middle, exactly
-	// in sync: the skew is within the uncertainty, not off by the round
-	// trip. (A round trip stretched by a paused machine is tried again.)
-	for try := 0; ; try++ {
-		f, err = Gather(ctx, fakeRunner{delay: 2 * time.Second, out: sections, clock: func(t0 time.Time) string {
-			return strconv.FormatInt(t0.Add(time.Second).UnixNano(), 10)
-		}}, linuxWorker, "api")
-		if err != nil {
-			t.Fatal(err)
-		}
-		skew, unc := f.Clock.Skew()
-		if unc > 1250*time.Millisecond && try < 3 {
-			continue
-		}
-		if !f.Clock.Sampled || skew.Abs() > 250*time.Millisecond || unc < time.Second {
-			t.Errorf("in sync over a 2 s round trip: %s ± %s (%+v)", skew, unc, f.Clock)
-		}
-		break
-	}
-	// An output without a section of this run is not believed.
-	if _, err := Gather(ctx, fakeRunner{out: func(time.Time) string { return "" }}, linuxWorker, "api"); err == nil || !strings.Contains(err.Error(), "gathering facts: k8s-lab-node-1: reading the facts script's output: no section") {
-		t.Errorf("no sections: %v", err)
 	}
 }
 
@@ -283,14 +207,14 @@ func TestClusterPhaseGathersWhatIsMissing(t *testing.T) {
 	var mu sync.Mutex
 	calls := map[string]int{}
 	unreachable := ""
-	runner := func(_ context.Context, host string) (Runner, error) {
+	runner := func(_ context.Context, host string) (hostfacts.Runner, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls[host]++
 		if host == unreachable {
 			return nil, errors.New("no route to host")
 		}
-		return fakeRunner{out: func(time.Time) string {
+		return hostfactstest.Runner{Out: func(time.Time) string {
 			return "### machine-id\nid-" + host + "\n### product_uuid\nuuid-" + host + "\n"
 		}}, nil
 	}

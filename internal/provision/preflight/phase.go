@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
@@ -46,27 +47,27 @@ func PostPrepareDescriptor() engine.Descriptor {
 // Phases are the implementations of the three preflight phases, sharing
 // the facts they gather: host of HostDescriptor, cluster of
 // ClusterDescriptor, postPrepare of PostPrepareDescriptor.
-func Phases(runner func(ctx context.Context, host string) (Runner, error), hosts []engine.Host, x Expect, ignore []string) (host, cluster, postPrepare engine.Runner) {
-	st := &store{runner: runner, hosts: hosts, expect: x, ignore: ignore, facts: map[string]*Facts{}}
+func Phases(runner func(ctx context.Context, host string) (hostfacts.Runner, error), hosts []engine.Host, x Expect, ignore []string) (host, cluster, postPrepare engine.Runner) {
+	st := &store{runner: runner, hosts: hosts, expect: x, ignore: ignore, facts: map[string]*hostfacts.Host{}}
 	return &hostPhase{st}, &clusterPhase{st}, &postPreparePhase{st}
 }
 
 type store struct {
-	runner func(ctx context.Context, host string) (Runner, error)
+	runner func(ctx context.Context, host string) (hostfacts.Runner, error)
 	hosts  []engine.Host
 	expect Expect
 	ignore []string
 
 	mu    sync.Mutex
-	facts map[string]*Facts
+	facts map[string]*hostfacts.Host
 }
 
-func (s *store) gather(ctx context.Context, h engine.Host) (*Facts, error) {
+func (s *store) gather(ctx context.Context, h engine.Host) (*hostfacts.Host, error) {
 	r, err := s.runner(ctx, h.Name)
 	if err != nil {
 		return nil, err
 	}
-	f, err := Gather(ctx, r, h, s.expect.APIName)
+	f, err := hostfacts.GatherHost(ctx, r, h, s.expect.APIName)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +126,7 @@ func (p *hostPhase) DryRun(_ context.Context, h engine.Host) ([]string, error) {
 type clusterPhase struct{ *store }
 
 func (p *clusterPhase) Run(ctx context.Context, _ engine.Host) error {
-	var all []*Facts
+	var all []*hostfacts.Host
 	var errs []error
 	for _, h := range engine.Nodes(p.hosts) {
 		p.mu.Lock()

@@ -2,22 +2,18 @@ package preflight
 
 import (
 	"context"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hybridctl/hybridctl/internal/finding"
+	"github.com/hybridctl/hybridctl/internal/hostfacts/hostfactstest"
 
 	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
-	"github.com/hybridctl/hybridctl/internal/provision/transport"
-	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
 )
 
 var (
@@ -27,64 +23,6 @@ var (
 	labExpect   = Expect{LinuxID: "ubuntu", LinuxVersionID: "26.04", WindowsBuilds: map[string]string{"k8s-lab-win-1": "10.0.26100"},
 		APIName: "k8s-lab-api.example.com", APIAddresses: []string{"192.168.10.23"}}
 )
-
-func fixture(t *testing.T, name string, h engine.Host) *Facts {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := Parse(h, string(data), testMarker)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
-func TestParseLinux(t *testing.T) {
-	f := fixture(t, "linux-ubuntu-26.04.txt", linuxWorker)
-	if f.OSID != "ubuntu" || f.OSVersionID != "26.04" || f.OSPrettyName != "Ubuntu 26.04 LTS" {
-		t.Errorf("os-release: %q %q %q", f.OSID, f.OSVersionID, f.OSPrettyName)
-	}
-	if f.ProductUUID != "4c4c4544-0042-3510-8051-b7c04f4e3732" || f.MachineID != "a1b2c3d4e5f60718293a4b5c6d7e8f90" {
-		t.Errorf("ids: %q %q", f.ProductUUID, f.MachineID)
-	}
-	if !f.SwapKnown || !slices.Equal(f.SwapDevices, []string{"/swap.img"}) {
-		t.Errorf("swap: %v %v", f.SwapKnown, f.SwapDevices)
-	}
-	if f.ContainerdCandidate != "2.2.1-0ubuntu1" {
-		t.Errorf("containerd candidate %q", f.ContainerdCandidate)
-	}
-	if f.TimeSynced != "yes" || !slices.Equal(f.Resolved, []string{"192.168.10.23"}) {
-		t.Errorf("time/resolve: %q %v", f.TimeSynced, f.Resolved)
-	}
-	// 0x35=53 and 0x16=22 listen on v4, 0x280A=10250 on v6; the
-	// established connection on 22 is not a listener.
-	var ports []int
-	for p := range f.Listening {
-		ports = append(ports, p)
-	}
-	slices.Sort(ports)
-	if !slices.Equal(ports, []int{22, 53, 10250}) {
-		t.Errorf("listening: %v", ports)
-	}
-}
-
-func TestParseWindows(t *testing.T) {
-	f := fixture(t, "windows-server-2025.txt", winWorker)
-	if f.WindowsBuild != "26100" || f.WindowsUBR != "33438" || f.WindowsInstallationType != "Server Core" || f.WindowsProductName != "Windows Server 2025 Datacenter" {
-		t.Errorf("windows: %+v", f)
-	}
-	if f.TimeSynced != "yes" || f.TimeSource != "router.example.com,0x8" {
-		t.Errorf("w32tm: %q %q", f.TimeSynced, f.TimeSource)
-	}
-	if f.Hostname != "k8s-lab-win-1.example.com" || !f.Listening[5985] || f.Listening[10250] {
-		t.Errorf("hostname/listen: %q %v", f.Hostname, f.Listening)
-	}
-	if f.AutoUpdate != "off" || f.AUOptions != "" || f.RebootPending != nil || f.LanguageMode != "FullLanguage" {
-		t.Errorf("update policy %q %q, reboot pending %q, language mode %q", f.AutoUpdate, f.AUOptions, f.RebootPending, f.LanguageMode)
-	}
-}
 
 func checks(fs []Finding) []string {
 	var out []string
@@ -96,45 +34,45 @@ func checks(fs []Finding) []string {
 }
 
 func TestCheckHost(t *testing.T) {
-	good := func() *Facts {
-		return &Facts{OSID: "ubuntu", OSVersionID: "26.04", ProductUUID: "u", MachineID: "m", SwapKnown: true, TimeSynced: "yes",
+	good := func() *hostfacts.Host {
+		return &hostfacts.Host{OSID: "ubuntu", OSVersionID: "26.04", ProductUUID: "u", MachineID: "m", SwapKnown: true, TimeSynced: "yes",
 			Clock: clockAt(0), Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{22: true}}
 	}
 	tests := []struct {
 		name  string
 		host  engine.Host
-		facts func() *Facts
+		facts func() *hostfacts.Host
 		x     Expect
 		want  []string
 	}{
 		{"clean Linux worker", linuxWorker, good, labExpect, nil},
-		{"swap on", linuxWorker, func() *Facts { f := good(); f.SwapDevices = []string{"/swap.img"}; return f }, labExpect, []string{"error:swap"}},
-		{"other distribution", linuxWorker, func() *Facts { f := good(); f.OSID, f.OSVersionID = "debian", "11"; return f }, labExpect, []string{"warning:os-version"}},
-		{"clock not synced", linuxWorker, func() *Facts { f := good(); f.TimeSynced = "no"; return f }, labExpect, []string{"warning:time-sync"}},
-		{"clock far off", linuxWorker, func() *Facts { f := good(); f.Clock = clockAt(-2 * time.Minute); return f }, labExpect, []string{"warning:clock-skew"}},
-		{"clock a bit off", linuxWorker, func() *Facts { f := good(); f.Clock = clockAt(20 * time.Second); return f }, labExpect, []string{"warning:clock-skew"}},
-		{"API name missing", linuxWorker, func() *Facts { f := good(); f.Resolved = nil; return f }, labExpect, []string{"warning:api-name-resolves"}},
-		{"API name wrong", linuxWorker, func() *Facts { f := good(); f.Resolved = []string{"192.168.10.99"}; return f }, labExpect, []string{"warning:api-name-resolves"}},
-		{"kubelet port busy on worker", linuxWorker, func() *Facts { f := good(); f.Listening[10250] = true; return f }, labExpect, []string{"error:port-free"}},
-		{"etcd port busy on control plane", controlPl, func() *Facts { f := good(); f.Listening[2379] = true; f.Listening[6443] = true; return f }, labExpect, []string{"error:port-free", "error:port-free"}},
-		{"etcd port on worker is fine", linuxWorker, func() *Facts { f := good(); f.Listening[2379] = true; return f }, labExpect, nil},
-		{"re-run: ports in use expected", controlPl, func() *Facts { f := good(); f.Listening[6443] = true; return f }, Expect{AlreadyInstalled: true}, nil},
-		{"joined node: its own ports", controlPl, func() *Facts {
+		{"swap on", linuxWorker, func() *hostfacts.Host { f := good(); f.SwapDevices = []string{"/swap.img"}; return f }, labExpect, []string{"error:swap"}},
+		{"other distribution", linuxWorker, func() *hostfacts.Host { f := good(); f.OSID, f.OSVersionID = "debian", "11"; return f }, labExpect, []string{"warning:os-version"}},
+		{"clock not synced", linuxWorker, func() *hostfacts.Host { f := good(); f.TimeSynced = "no"; return f }, labExpect, []string{"warning:time-sync"}},
+		{"clock far off", linuxWorker, func() *hostfacts.Host { f := good(); f.Clock = clockAt(-2 * time.Minute); return f }, labExpect, []string{"warning:clock-skew"}},
+		{"clock a bit off", linuxWorker, func() *hostfacts.Host { f := good(); f.Clock = clockAt(20 * time.Second); return f }, labExpect, []string{"warning:clock-skew"}},
+		{"API name missing", linuxWorker, func() *hostfacts.Host { f := good(); f.Resolved = nil; return f }, labExpect, []string{"warning:api-name-resolves"}},
+		{"API name wrong", linuxWorker, func() *hostfacts.Host { f := good(); f.Resolved = []string{"192.168.10.99"}; return f }, labExpect, []string{"warning:api-name-resolves"}},
+		{"kubelet port busy on worker", linuxWorker, func() *hostfacts.Host { f := good(); f.Listening[10250] = true; return f }, labExpect, []string{"error:port-free"}},
+		{"etcd port busy on control plane", controlPl, func() *hostfacts.Host { f := good(); f.Listening[2379] = true; f.Listening[6443] = true; return f }, labExpect, []string{"error:port-free", "error:port-free"}},
+		{"etcd port on worker is fine", linuxWorker, func() *hostfacts.Host { f := good(); f.Listening[2379] = true; return f }, labExpect, nil},
+		{"re-run: ports in use expected", controlPl, func() *hostfacts.Host { f := good(); f.Listening[6443] = true; return f }, Expect{AlreadyInstalled: true}, nil},
+		{"joined node: its own ports", controlPl, func() *hostfacts.Host {
 			f := good()
 			f.Listening[6443], f.Listening[10250], f.KubeletConfigured = true, true, true
 			return f
 		}, labExpect, nil},
-		{"product_uuid unreadable", linuxWorker, func() *Facts { f := good(); f.ProductUUID = ""; return f }, labExpect, []string{"warning:facts-readable"}},
-		{"Windows 2025 as specified", winWorker, func() *Facts {
-			return &Facts{WindowsBuild: "26100", WindowsInstallationType: "Server Core", ProductUUID: "u", MachineID: "m", TimeSynced: "yes", Clock: clockAt(0), Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}, AutoUpdate: "off", LanguageMode: "FullLanguage"}
+		{"product_uuid unreadable", linuxWorker, func() *hostfacts.Host { f := good(); f.ProductUUID = ""; return f }, labExpect, []string{"warning:facts-readable"}},
+		{"Windows 2025 as specified", winWorker, func() *hostfacts.Host {
+			return &hostfacts.Host{WindowsBuild: "26100", WindowsInstallationType: "Server Core", ProductUUID: "u", MachineID: "m", TimeSynced: "yes", Clock: clockAt(0), Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}, AutoUpdate: "off", LanguageMode: "FullLanguage"}
 		}, labExpect, nil},
-		{"Windows 2022 where 2025 is specified", winWorker, func() *Facts {
-			return &Facts{WindowsBuild: "20348", ProductUUID: "u", MachineID: "m", TimeSynced: "yes", Clock: clockAt(0), Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}, AutoUpdate: "off", LanguageMode: "FullLanguage"}
+		{"Windows 2022 where 2025 is specified", winWorker, func() *hostfacts.Host {
+			return &hostfacts.Host{WindowsBuild: "20348", ProductUUID: "u", MachineID: "m", TimeSynced: "yes", Clock: clockAt(0), Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}, AutoUpdate: "off", LanguageMode: "FullLanguage"}
 		}, labExpect, []string{"error:windows-build"}},
-		{"Windows on local clock", winWorker, func() *Facts {
-			return &Facts{WindowsBuild: "26100", ProductUUID: "u", MachineID: "m", TimeSynced: "no", TimeSource: "Local CMOS Clock", Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}, AutoUpdate: "off", LanguageMode: "FullLanguage", Clock: clockAt(0)}
+		{"Windows on local clock", winWorker, func() *hostfacts.Host {
+			return &hostfacts.Host{WindowsBuild: "26100", ProductUUID: "u", MachineID: "m", TimeSynced: "no", TimeSource: "Local CMOS Clock", Resolved: []string{"192.168.10.23"}, Listening: map[int]bool{}, AutoUpdate: "off", LanguageMode: "FullLanguage", Clock: clockAt(0)}
 		}, labExpect, []string{"warning:time-sync"}},
-		{"clock not measured", linuxWorker, func() *Facts { f := good(); f.Clock = hostfacts.Clock{Detail: "no answer"}; return f }, labExpect, []string{"warning:clock-skew"}},
+		{"clock not measured", linuxWorker, func() *hostfacts.Host { f := good(); f.Clock = hostfacts.Clock{Detail: "no answer"}; return f }, labExpect, []string{"warning:clock-skew"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,7 +92,7 @@ func TestCheckHost(t *testing.T) {
 }
 
 func TestCheckCluster(t *testing.T) {
-	facts := []*Facts{
+	facts := []*hostfacts.Host{
 		{Host: "a", ProductUUID: "u1", MachineID: "m1"},
 		{Host: "b", ProductUUID: "u1", MachineID: "m2"}, // cloned VM, new machine-id
 		{Host: "c", ProductUUID: "u3", MachineID: "m1"},
@@ -187,82 +125,6 @@ func TestApplyIgnore(t *testing.T) {
 	}
 }
 
-// dialLoopback connects to a fresh loopback SSH server.
-func dialLoopback(t *testing.T) (*transport.Client, *sshtest.Server) {
-	t.Helper()
-	return dialLoopbackOS(t, engine.Linux)
-}
-
-func dialLoopbackOS(t *testing.T, hostOS engine.OS) (*transport.Client, *sshtest.Server) {
-	t.Helper()
-	key := sshtest.NewKey(t)
-	srv := sshtest.Start(t, key.Signer.PublicKey())
-	kh := filepath.Join(t.TempDir(), "known_hosts")
-	if err := os.WriteFile(kh, []byte(srv.KnownHostsLine()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := transport.Dial(ctx, transport.Config{Host: "loopback", OS: hostOS, Address: srv.Addr, User: "u", KeyFiles: []string{key.Path}, KnownHosts: &transport.KnownHosts{Path: kh}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c, srv
-}
-
-// TestGatherOverSSH runs the real Linux gathering script on this machine
-// through a loopback SSH server and compares with what Go reads directly.
-func TestGatherOverSSH(t *testing.T) {
-	c, _ := dialLoopback(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	port := ln.Addr().(*net.TCPAddr).Port
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	f, err := Gather(ctx, c, linuxWorker, "localhost")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !f.Listening[port] {
-		t.Errorf("port %d we listen on is not seen as listening: %v", port, f.Listening)
-	}
-	if !slices.Contains(f.Resolved, "127.0.0.1") {
-		t.Errorf("localhost resolved to %v", f.Resolved)
-	}
-	if osr, err := os.ReadFile("/etc/os-release"); err == nil {
-		if id := ParseOSRelease(string(osr))["ID"]; id == "" || f.OSID != id {
-			t.Errorf("OS ID %q, /etc/os-release says %q", f.OSID, id)
-		}
-	}
-	if mid, err := os.ReadFile("/etc/machine-id"); err == nil && f.MachineID != strings.TrimSpace(string(mid)) {
-		t.Errorf("machine id %q", f.MachineID)
-	}
-	if skew, unc := f.Clock.Skew(); !f.Clock.Sampled || skew.Abs() > unc+50*time.Millisecond {
-		t.Errorf("clock skew against ourselves: %s ± %s (%+v)", skew, unc, f.Clock)
-	}
-	if _, err := os.Stat("/proc/swaps"); err == nil && !f.SwapKnown {
-		t.Error("swap state unknown although /proc/swaps exists")
-	}
-	// The containerd apt-get would install, as apt-cache says it here.
-	if out, err := exec.CommandContext(ctx, "apt-cache", "policy", "containerd").Output(); err == nil {
-		want := ""
-		for _, l := range strings.Split(string(out), "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "Candidate: "); ok {
-				want = v
-			}
-		}
-		if f.ContainerdCandidate != want {
-			t.Errorf("containerd candidate %q, apt-cache policy says %q", f.ContainerdCandidate, want)
-		}
-	} else if f.ContainerdCandidate != "" {
-		t.Errorf("containerd candidate %q without apt-cache", f.ContainerdCandidate)
-	}
-}
-
 // TestPreflightPhasesClonedHosts runs the preflight phases through the
 // engine on two "hosts" that are in fact the same machine — exactly the
 // cloned-template case the guide warns about: the machine id is shared.
@@ -270,12 +132,12 @@ func TestPreflightPhasesClonedHosts(t *testing.T) {
 	if _, err := os.Stat("/etc/machine-id"); err != nil {
 		t.Skip("this machine has no /etc/machine-id")
 	}
-	c, _ := dialLoopback(t)
+	c, _ := hostfactstest.Dial(t, engine.Linux)
 	hosts := []engine.Host{
 		{Name: "clone-a", Role: engine.RoleWorker, OS: engine.Linux},
 		{Name: "clone-b", Role: engine.RoleWorker, OS: engine.Linux},
 	}
-	runner := func(context.Context, string) (Runner, error) { return c, nil }
+	runner := func(context.Context, string) (hostfacts.Runner, error) { return c, nil }
 	// This machine may run cgroup v1 (the lab machine does): accepted here.
 	phases, _ := boundPhases(runner, hosts, Expect{APIName: "localhost", AlreadyInstalled: true, AllowCgroupV1: true}, []string{CheckTimeSync, CheckOSVersion})
 	var events []engine.Event
@@ -308,7 +170,7 @@ func TestPreflightPhasesClonedHosts(t *testing.T) {
 // through preflight) and errors after it; the other checks do not run
 // after it.
 func TestSeverityBeforeAndAfterPrepare(t *testing.T) {
-	fresh := &Facts{Host: winWorker.Name, WindowsBuild: "26100", ProductUUID: "u", MachineID: "m", TimeSynced: "no",
+	fresh := &hostfacts.Host{Host: winWorker.Name, WindowsBuild: "26100", ProductUUID: "u", MachineID: "m", TimeSynced: "no",
 		TimeSource: "Local CMOS Clock", Clock: clockAt(5 * time.Minute), Listening: map[int]bool{10250: true},
 		AutoUpdate: "on", LanguageMode: "FullLanguage"}
 	before := CheckHost(fresh, winWorker, labExpect)
@@ -348,7 +210,7 @@ func TestChecksList(t *testing.T) {
 		t.Errorf("%q is reserved for --ignore-preflight-errors", IgnoreAll)
 	}
 	// Every finding a check can produce carries its own name.
-	f := &Facts{Host: "x", SwapKnown: true, SwapDevices: []string{"/s"}, TimeSynced: "no", Clock: clockAt(time.Hour),
+	f := &hostfacts.Host{Host: "x", SwapKnown: true, SwapDevices: []string{"/s"}, TimeSynced: "no", Clock: clockAt(time.Hour),
 		Listening: map[int]bool{10250: true}}
 	for _, fd := range CheckPrepared(f, linuxWorker, labExpect) {
 		if !seen[fd.Check] {
@@ -428,7 +290,7 @@ esac
 n=$(cat "$SHIM_DIR/calls" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$SHIM_DIR/calls"
 m=$(printf '%s\n' "$script" | sed -n "s/^[$]hfM = '\\([A-Za-z0-9-]*\\)'.*/\\1/p")
 src='router.example.com,0x8'; [ "$n" -le "$SYNC_AFTER" ] && src='Local CMOS Clock'
-sed -e "s/^Source: .*/Source: $src\r/" -e "s/` + testMarker + `/$m/" "$FIXTURE"
+sed -e "s/^Source: .*/Source: $src\r/" -e "s/` + hostfactstest.Marker + `/$m/" "$FIXTURE"
 `
 
 // TestPostPrepareWaitsForTheClock runs post-prepare through the engine
@@ -436,8 +298,8 @@ sed -e "s/^Source: .*/Source: $src\r/" -e "s/` + testMarker + `/$m/" "$FIXTURE"
 // a wait too short for that, the phase fails after one look, naming
 // time-sync.
 func TestPostPrepareWaitsForTheClock(t *testing.T) {
-	fixturePath, err := filepath.Abs(filepath.Join("testdata", "windows-server-2025.txt"))
-	if err != nil {
+	fixturePath := filepath.Join(t.TempDir(), hostfactstest.HostWindows)
+	if err := os.WriteFile(fixturePath, []byte(hostfactstest.Fixture(t, hostfactstest.HostWindows)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -450,7 +312,7 @@ func TestPostPrepareWaitsForTheClock(t *testing.T) {
 		{"does not within the wait", time.Millisecond, true, "1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, srv := dialLoopbackOS(t, engine.Windows)
+			c, srv := hostfactstest.Dial(t, engine.Windows)
 			real, err := os.ReadFile(filepath.Join(srv.Dir, "bin", "powershell"))
 			if err != nil {
 				t.Fatal(err)
@@ -463,7 +325,7 @@ func TestPostPrepareWaitsForTheClock(t *testing.T) {
 			hosts := []engine.Host{winWorker}
 			x := labExpect
 			x.PostPrepareWait, x.PostPreparePoll = tc.wait, 100*time.Millisecond
-			runner := func(context.Context, string) (Runner, error) { return c, nil }
+			runner := func(context.Context, string) (hostfacts.Runner, error) { return c, nil }
 			_, post := boundPhases(runner, hosts, x, nil)
 			e, err := engine.New([]engine.Phase{post}, hosts, engine.Options{})
 			if err != nil {
@@ -483,33 +345,5 @@ func TestPostPrepareWaitsForTheClock(t *testing.T) {
 				t.Errorf("gathered %s times, want %s", got, tc.calls)
 			}
 		})
-	}
-}
-
-// TestGatherRefusesAFloodOfFacts: a host whose fact script prints more
-// than the transport keeps whole (its hostname command answers with 40 MiB
-// here, through the loopback sshd) fails the gathering with a message that
-// says how much it sent; exactly what the transport keeps whole is still
-// parsed.
-func TestGatherRefusesAFloodOfFacts(t *testing.T) {
-	c, srv := dialLoopback(t)
-	srv.Shim("hostname", "#!/bin/sh\nhead -c 41943040 /dev/zero\n")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	_, err := Gather(ctx, c, linuxWorker, "localhost")
-	// 40 MiB of hostname and the rest of the facts.
-	sent := regexp.MustCompile(`gathering facts: ` + linuxWorker.Name + ` sent 40\.[01] MiB \(([0-9]+) bytes\) on standard output`)
-	var m []string
-	if err != nil {
-		m = sent.FindStringSubmatch(err.Error())
-	}
-	if m == nil || len(m[1]) != 8 || m[1] < "41943040" || !strings.Contains(err.Error(), "more than the 2.0 MiB hybridctl reads whole") {
-		t.Fatalf("err = %v", err)
-	}
-	// A long but acceptable answer (1.5 MiB of name) is read.
-	srv.Shim("hostname", "#!/bin/sh\nhead -c 1572864 /dev/zero | tr '\\0' x; echo\n")
-	f, err := Gather(ctx, c, linuxWorker, "localhost")
-	if err != nil || len(f.Hostname) != 1572864 {
-		t.Fatalf("1.5 MiB: %d bytes of hostname, %v", len(f.Hostname), err)
 	}
 }

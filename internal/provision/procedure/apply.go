@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/hybridctl/hybridctl/internal/csr"
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/inventory"
 	"github.com/hybridctl/hybridctl/internal/provision/preflight"
@@ -327,7 +328,7 @@ func (b *applyBinding) preflight(i int) (engine.Runner, error) {
 	}
 	if b.preflight3 == nil {
 		d := b.d
-		runner := func(ctx context.Context, host string) (preflight.Runner, error) { return d.Connect(ctx, host) }
+		runner := func(ctx context.Context, host string) (hostfacts.Runner, error) { return d.Connect(ctx, host) }
 		h, c, p := preflight.Phases(runner, d.Hosts, d.Expect, d.IgnorePreflight)
 		b.preflight3 = []engine.Runner{h, c, p}
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/hybridctl/hybridctl/internal/bundle"
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/kubeconfig"
 	"github.com/hybridctl/hybridctl/internal/plan"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
@@ -301,7 +302,7 @@ func setup(ctx context.Context, o *Options, mode setupMode, build func(Deps) ([]
 			}
 		default:
 			r.members, err = inventory.Discover(ctx, inventory.Options{Hosts: r.hosts, RESTConfig: RESTConfigFrom(target), Concurrency: o.Concurrency,
-				Connect: func(ctx context.Context, host string) (inventory.Runner, error) { return connect(ctx, host) }})
+				Connect: func(ctx context.Context, host string) (hostfacts.Runner, error) { return connect(ctx, host) }})
 			if err != nil {
 				err = fmt.Errorf("%w: %w", ErrClusterUnreadable, err)
 			} else if mode == modeUpgrade {
@@ -347,7 +348,7 @@ var ErrClusterUnreadable = errors.New("the cluster cannot be read")
 func Discover(ctx context.Context, p *plan.Plan, hosts []engine.Host, connect func(ctx context.Context, host string) (*transport.Client, error),
 	restConfig func(ctx context.Context) (*rest.Config, error), concurrency int) (*inventory.Inventory, error) {
 	inv, err := inventory.Discover(ctx, inventory.Options{Hosts: hosts, RESTConfig: restConfig, Concurrency: concurrency,
-		Connect: func(ctx context.Context, host string) (inventory.Runner, error) { return connect(ctx, host) }})
+		Connect: func(ctx context.Context, host string) (hostfacts.Runner, error) { return connect(ctx, host) }})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrClusterUnreadable, err)
 	}

@@ -8,9 +8,8 @@ import (
 	"time"
 	"unicode/utf16"
 
-	"github.com/hybridctl/hybridctl/internal/diagnose"
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
-	"github.com/hybridctl/hybridctl/internal/provision/preflight"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 	"github.com/hybridctl/hybridctl/internal/render"
 )
@@ -53,7 +52,7 @@ func TestWindowsCommandLinesFit(t *testing.T) {
 	// a DNS name can be), bundle-upload (the state script and the streamed
 	// files), windows-prepare, its boot id, the join and its cleanup.
 	api := strings.Repeat(strings.Repeat("a", 62)+".", 4) + "a"
-	step("preflight", func() { _, _ = preflight.Gather(ctx, c, win, api) })
+	step("preflight", func() { _, _ = hostfacts.GatherHost(ctx, c, win, api) })
 	step("bundle-upload", func() {
 		phase := labBundlePhase(t)
 		phase.connect = func(context.Context, string) (bundleConn, error) { return c, nil }
@@ -98,10 +97,10 @@ func TestWindowsCommandLinesFit(t *testing.T) {
 			must("upgrade", err)
 		}
 	})
-	// node diagnose: the clock, then the gathering script (the stand-in's
+	// node diagnose: the clock, then the node script (the stand-in's
 	// answer is no gathering output: only what is sent counts here).
 	step("node diagnose", func() {
-		_, _ = diagnose.Gather(ctx, c, win.Name, diagnose.Expect{APIHost: api, APIPort: 6443})
+		_, _ = hostfacts.GatherNode(ctx, c, win.Name, hostfacts.API{Host: api, Port: 6443}, nil)
 	})
 
 	cmds := srv.Commands()

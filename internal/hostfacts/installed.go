@@ -1,4 +1,4 @@
-package inventory
+package hostfacts
 
 import (
 	"context"
@@ -6,16 +6,13 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
-// Runner runs a read-only script on one host (transport.Client does).
-type Runner = hostfacts.Runner
-
-// Facts are what a host reports about its Kubernetes installation. Empty
-// strings mean "not there or not readable".
-type Facts struct {
+// Installed is what a host reports about its Kubernetes installation (what
+// adoption and diff compare with the spec). Empty strings mean "not there
+// or not readable".
+type Installed struct {
 	// KubeletConf: the host has joined a cluster (kubelet.conf);
 	// AdminConf: it is an initialised control plane (admin.conf).
 	KubeletConf, AdminConf bool
@@ -31,14 +28,14 @@ type Facts struct {
 	Swap bool
 }
 
-// fileLimit bounds each file a host sends.
-const fileLimit = 256 << 10
+// installedFileLimit bounds each file a host sends.
+const installedFileLimit = 256 << 10
 
-// LinuxScript reads the facts of a Linux host; it changes nothing. It runs
-// as root (kubelet's directory is root's). marker is the run's
-// (hostfacts.NewMarker).
-func LinuxScript(marker string) string {
-	return "set +e\n" + hostfacts.ShellFunc(marker) + fmt.Sprintf(`s kubelet-conf; test -e /etc/kubernetes/kubelet.conf && echo present
+// InstalledLinuxScript reads what a Linux host has installed; it changes
+// nothing. It runs as root (kubelet's directory is root's). marker is the
+// run's (NewMarker).
+func InstalledLinuxScript(marker string) string {
+	return "set +e\n" + ShellFunc(marker) + fmt.Sprintf(`s kubelet-conf; test -e /etc/kubernetes/kubelet.conf && echo present
 s admin-conf; test -e /etc/kubernetes/admin.conf && echo present
 s kubelet-version; kubelet --version 2>/dev/null
 s kubeadm-version; kubeadm version -o short 2>/dev/null
@@ -51,13 +48,14 @@ s sysctl; for k in %[2]s; do printf '%%s=%%s\n' "$k" "$(sysctl -n "$k" 2>/dev/nu
 s swaps; tail -n +2 /proc/swaps 2>/dev/null
 s end
 s
-`, fileLimit, strings.Join(SysctlKeys(), " "))
+`, installedFileLimit, strings.Join(SysctlKeys(), " "))
 }
 
-// WindowsScript reads the facts of a Windows host (PowerShell; transport
-// encodes it); it changes nothing. marker is the run's (hostfacts.NewMarker).
-func WindowsScript(marker string) string {
-	return hostfacts.PowerShellFunc(marker) + fmt.Sprintf(`$ErrorActionPreference = 'SilentlyContinue'
+// InstalledWindowsScript reads what a Windows host has installed
+// (PowerShell; transport encodes it); it changes nothing. marker is the
+// run's (NewMarker).
+func InstalledWindowsScript(marker string) string {
+	return PowerShellFunc(marker) + fmt.Sprintf(`$ErrorActionPreference = 'SilentlyContinue'
 function Read-Head($p) { if (Test-Path -LiteralPath $p) { $t = [IO.File]::ReadAllText($p); if ($t.Length -gt %[1]d) { $t.Substring(0, %[1]d) } else { $t } } }
 s kubelet-conf; if (Test-Path C:\etc\kubernetes\kubelet.conf) { 'present' }
 s kubelet-version; if (Test-Path C:\k\kubelet.exe) { & C:\k\kubelet.exe --version }
@@ -70,7 +68,7 @@ s kubeadm-flags; Read-Head 'C:\var\lib\kubelet\kubeadm-flags.env'
 s end
 s
 $global:LASTEXITCODE = 0
-`, fileLimit)
+`, installedFileLimit)
 }
 
 // SysctlKeys are the kernel settings the Linux preparation makes (the
@@ -79,18 +77,18 @@ func SysctlKeys() []string {
 	return []string{"net.bridge.bridge-nf-call-iptables", "net.bridge.bridge-nf-call-ip6tables", "net.ipv4.ip_forward"}
 }
 
-// Gather reads a host's facts.
-func Gather(ctx context.Context, r Runner, h engine.Host) (*Facts, error) {
-	marker := hostfacts.NewMarker()
-	script := LinuxScript(marker)
+// GatherInstalled reads what a host has installed.
+func GatherInstalled(ctx context.Context, r Runner, h engine.Host) (*Installed, error) {
+	marker := NewMarker()
+	script := InstalledLinuxScript(marker)
 	if h.OS == engine.Windows {
-		script = WindowsScript(marker)
+		script = InstalledWindowsScript(marker)
 	}
 	res, err := r.Run(ctx, script)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", h.Name, err)
 	}
-	f, err := Parse(string(res.Stdout), marker)
+	f, err := ParseInstalled(string(res.Stdout), marker)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", h.Name, err)
 	}
@@ -104,8 +102,8 @@ var (
 	semverRE = regexp.MustCompile(`\bv?(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?)\b`)
 )
 
-// version returns "v"+the first semantic version in s, or "".
-func version(s string) string {
+// firstVersion returns "v"+the first semantic version in s, or "".
+func firstVersion(s string) string {
 	// containerd prints its module path (…/containerd/v2) first: a
 	// version needs dots.
 	m := semverRE.FindStringSubmatch(s)
@@ -115,32 +113,27 @@ func version(s string) string {
 	return "v" + m[1]
 }
 
-// Parse reads the output of the facts script run with marker. An output
+// ParseInstalled reads the output of the installation script run with
+// marker. An output
 // without the closed end section (the script ended early), or with a
 // section twice, is an error.
-func Parse(out, marker string) (*Facts, error) {
-	split, err := hostfacts.Split([]byte(out), marker)
+func ParseInstalled(out, marker string) (*Installed, error) {
+	split, err := Split([]byte(out), marker)
 	if err != nil {
 		return nil, fmt.Errorf("the facts script's output: %w", err)
 	}
-	if end, ok := hostfacts.ByName(split)["end"]; !ok || !end.Closed {
+	if end, ok := ByName(split)["end"]; !ok || !end.Closed {
 		return nil, fmt.Errorf("the facts script ended early (no end section)")
 	}
-	secs := map[string]string{}
-	for _, s := range split {
-		secs[s.Name] = s.Out
-	}
-	first := func(name string) string {
-		line, _, _ := strings.Cut(strings.TrimSpace(secs[name]), "\n")
-		return strings.TrimSpace(line)
-	}
-	f := &Facts{
+	secs := textOf(split)
+	first := secs.first
+	f := &Installed{
 		KubeletConf:      first("kubelet-conf") == "present",
 		AdminConf:        first("admin-conf") == "present",
-		Kubelet:          version(first("kubelet-version")),
-		Kubeadm:          version(first("kubeadm-version")),
-		Kubectl:          version(first("kubectl-version")),
-		Containerd:       version(first("containerd-version")),
+		Kubelet:          firstVersion(first("kubelet-version")),
+		Kubeadm:          firstVersion(first("kubeadm-version")),
+		Kubectl:          firstVersion(first("kubectl-version")),
+		Containerd:       firstVersion(first("containerd-version")),
 		ContainerdConfig: secs["containerd-config"],
 		KubeletConfig:    secs["kubelet-config"],
 		KubeadmFlags:     secs["kubeadm-flags"],

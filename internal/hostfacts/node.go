@@ -1,16 +1,19 @@
-package diagnose
+package hostfacts
 
 import (
 	"net/netip"
+	"strings"
 	"time"
 
-	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
-// Facts is what the gathering script found on one node, parsed. The checks
-// read only Facts and the Cluster view; they never run anything.
-type Facts struct {
+// Node is what the node script found on a cluster's node, parsed: its
+// services, container runtime, kubelet log, API reachability, clock, CNI
+// configuration and overlay network state (what node diagnose's checks
+// read).
+type Node struct {
+	// Node is the node's name, OS its operating system.
 	Node string
 	OS   engine.OS
 
@@ -94,9 +97,6 @@ type LogLine struct {
 	Text string
 }
 
-// Clock is one sample of the node's clock against this machine's.
-type Clock = hostfacts.Clock
-
 // CNIFile is one CNI configuration file.
 type CNIFile struct {
 	Name string
@@ -119,6 +119,16 @@ type LinuxNet struct {
 	// UDPPorts are the local UDP ports with a bound socket (from
 	// /proc/net/udp), which include the kernel's VXLAN sockets.
 	UDPPorts map[int]bool
+}
+
+// LinkNamed returns the device called name.
+func (n *LinuxNet) LinkNamed(name string) (Link, bool) {
+	for _, l := range n.Links {
+		if l.Name == name {
+			return l, true
+		}
+	}
+	return Link{}, false
 }
 
 // Link is a network device.
@@ -165,6 +175,17 @@ type WindowsNet struct {
 	Error string
 	// Firewall is the OverlayTraffic4789UDP rule, nil when absent.
 	Firewall *FirewallRule
+}
+
+// NetworkNamed returns the HNS network called name (HNS compares names
+// without regard to case).
+func (w *WindowsNet) NetworkNamed(name string) (HNSNetwork, bool) {
+	for _, n := range w.Networks {
+		if strings.EqualFold(n.Name, name) {
+			return n, true
+		}
+	}
+	return HNSNetwork{}, false
 }
 
 // HNSNetwork is one HNS network (Get-HnsNetwork).

@@ -1,13 +1,4 @@
-// Package preflight gathers facts from hybridctl's hosts over SSH and checks
-// them before anything is changed, as the guide's preparation sections do:
-// OS and version, unique product_uuid and machine-id, swap, time sync, the
-// API name resolving to the control plane, required ports free.
-//
-// Gathering is one clock sample and one script per host, whose output is
-// split into sections by internal/hostfacts's marker protocol; the checks
-// are pure functions of the gathered Facts, so they are tested with table
-// tests and the gathering against a real SSH server.
-package preflight
+package hostfacts
 
 import (
 	"context"
@@ -16,17 +7,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 	"github.com/hybridctl/hybridctl/internal/provision/transport"
 )
 
-// Runner runs a script on one host (transport.Client implements it).
-type Runner = hostfacts.Runner
-
-// Facts are what preflight learned about one host. Empty strings mean
+// Host is what a host reports before anything is installed on it: what
+// preflight's checks read. Empty strings mean
 // "could not be determined"; checks report that rather than guess.
-type Facts struct {
+type Host struct {
 	Host string
 	OS   engine.OS
 	// Hostname as the host reports it.
@@ -47,8 +35,8 @@ type Facts struct {
 	TimeSynced string
 	TimeSource string
 	// Clock is the sample of the host's clock against this machine's,
-	// taken by a command of its own (hostfacts.SampleClock).
-	Clock hostfacts.Clock
+	// taken by a command of its own (SampleClock).
+	Clock Clock
 	// Resolved are the IPv4 addresses the API name resolves to on the host.
 	Resolved []string
 	// Listening are the TCP ports something listens on.
@@ -84,15 +72,16 @@ type Facts struct {
 	LanguageMode string
 }
 
-// Gather samples the host's clock, then runs the fact-gathering script on
-// it with a marker of this run.
-func Gather(ctx context.Context, r Runner, h engine.Host, apiName string) (*Facts, error) {
-	marker := hostfacts.NewMarker()
-	script := LinuxScript(marker, apiName)
+// GatherHost samples the host's clock, then runs the host script on it
+// with a marker of this run. apiName is the name the cluster's API will
+// be reached at (what it resolves to on the host is one of the facts).
+func GatherHost(ctx context.Context, r Runner, h engine.Host, apiName string) (*Host, error) {
+	marker := NewMarker()
+	script := HostLinuxScript(marker, apiName)
 	if h.OS == engine.Windows {
-		script = WindowsScript(marker, apiName)
+		script = HostWindowsScript(marker, apiName)
 	}
-	clock := hostfacts.SampleClock(ctx, r, h.OS)
+	clock := SampleClock(ctx, r, h.OS)
 	res, err := r.Run(ctx, script)
 	if err != nil {
 		return nil, fmt.Errorf("gathering facts: %w", err)
@@ -103,7 +92,7 @@ func Gather(ctx context.Context, r Runner, h engine.Host, apiName string) (*Fact
 		return nil, fmt.Errorf("gathering facts: %s sent %s (%d bytes) on standard output, more than the %s hybridctl reads whole; nothing of it was used",
 			h.Name, transport.MiB(res.StdoutBytes), res.StdoutBytes, transport.MiB(2*transport.DefaultKeep))
 	}
-	f, err := Parse(h, string(res.Stdout), marker)
+	f, err := ParseHost(h, string(res.Stdout), marker)
 	if err != nil {
 		return nil, fmt.Errorf("gathering facts: %w", err)
 	}
@@ -111,11 +100,11 @@ func Gather(ctx context.Context, r Runner, h engine.Host, apiName string) (*Fact
 	return f, nil
 }
 
-// LinuxScript gathers Linux facts. Every source is optional: a missing
-// file or tool leaves its section empty. It needs no root except for
-// product_uuid (run it with sudo). marker is the run's (hostfacts.NewMarker).
-func LinuxScript(marker, apiName string) string {
-	return "set +e\n" + hostfacts.ShellFunc(marker) + `s hostname; hostname 2>/dev/null
+// HostLinuxScript gathers a Linux host's facts. Every source is optional:
+// a missing file or tool leaves its section empty. It needs no root except
+// for product_uuid (run it with sudo). marker is the run's (NewMarker).
+func HostLinuxScript(marker, apiName string) string {
+	return "set +e\n" + ShellFunc(marker) + `s hostname; hostname 2>/dev/null
 s os-release; cat /etc/os-release 2>/dev/null
 s product_uuid; cat /sys/class/dmi/id/product_uuid 2>/dev/null
 s machine-id; cat /etc/machine-id 2>/dev/null
@@ -132,10 +121,10 @@ s
 `
 }
 
-// WindowsScript gathers Windows facts with PowerShell (run it through
-// transport, which encodes it). marker is the run's (hostfacts.NewMarker).
-func WindowsScript(marker, apiName string) string {
-	return hostfacts.PowerShellFunc(marker) + `$ErrorActionPreference = 'SilentlyContinue'
+// HostWindowsScript gathers a Windows host's facts with PowerShell (run it
+// through transport, which encodes it). marker is the run's (NewMarker).
+func HostWindowsScript(marker, apiName string) string {
+	return PowerShellFunc(marker) + `$ErrorActionPreference = 'SilentlyContinue'
 s hostname; [System.Net.Dns]::GetHostEntry('').HostName
 s windows
 $cv = Get-ItemProperty 'HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion'
@@ -221,102 +210,126 @@ func ParseProcNetTCP(s string) map[int]bool {
 	return ports
 }
 
-// Parse builds Facts from gathering output of the run with marker. An
-// output without a section of the run, or a section twice, is an error: the
-// host is not believed; a missing section leaves its facts unknown.
-func Parse(h engine.Host, out, marker string) (*Facts, error) {
-	split, err := hostfacts.Split([]byte(out), marker)
+// ParseHost builds Host from the host script's output of the run with
+// marker. An output without a section of the run, or a section twice, is
+// an error: the host is not believed; a missing section leaves its facts
+// unknown.
+func ParseHost(h engine.Host, out, marker string) (*Host, error) {
+	split, err := Split([]byte(out), marker)
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading the facts script's output: %w", h.Name, err)
 	}
-	secs := map[string]string{}
-	for _, s := range split {
-		secs[s.Name] = s.Out
-	}
-	f := &Facts{Host: h.Name, OS: h.OS, Listening: map[int]bool{}}
-	first := func(name string) string {
-		line, _, _ := strings.Cut(strings.TrimSpace(secs[name]), "\n")
-		return strings.TrimSpace(line)
-	}
-	lines := func(name string) []string {
-		var out []string
-		for _, l := range strings.Split(secs[name], "\n") {
-			if l = strings.TrimSpace(l); l != "" {
-				out = append(out, l)
-			}
-		}
-		return out
-	}
-	f.Hostname = first("hostname")
-	f.ProductUUID = strings.ToLower(first("product_uuid"))
-	f.MachineID = strings.ToLower(first("machine-id"))
-	f.Resolved = lines("resolve")
-	f.KubeletConfigured = first("kubelet-conf") == "present"
+	secs := textOf(split)
+	f := &Host{Host: h.Name, OS: h.OS, Listening: map[int]bool{}}
+	f.Hostname = secs.first("hostname")
+	f.ProductUUID = strings.ToLower(secs.first("product_uuid"))
+	f.MachineID = strings.ToLower(secs.first("machine-id"))
+	f.Resolved = secs.lines("resolve")
+	f.KubeletConfigured = secs.first("kubelet-conf") == "present"
 	if h.OS == engine.Windows {
-		kv := ParseOSRelease(secs["windows"])
-		f.WindowsProductName, f.WindowsInstallationType = kv["ProductName"], kv["InstallationType"]
-		f.WindowsBuild, f.WindowsUBR = kv["CurrentBuild"], kv["UBR"]
-		for _, l := range lines("w32tm") {
-			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "Source" {
-				f.TimeSource = strings.TrimSpace(v)
-			}
-		}
-		switch {
-		case f.TimeSource == "":
-		case strings.Contains(f.TimeSource, "Local CMOS Clock"), strings.Contains(f.TimeSource, "Free-running"):
-			f.TimeSynced = "no"
-		default:
-			f.TimeSynced = "yes"
-		}
-		for _, l := range lines("listen") {
-			if p, err := strconv.Atoi(l); err == nil {
-				f.Listening[p] = true
-			}
-		}
-		f.SwapKnown = true // Windows has no swap to turn off for the kubelet
-		if wu, ok := secs["wu-policy"]; ok {
-			kv := ParseOSRelease(wu)
-			f.AutoUpdate, f.AUOptions = "on", kv["AUOptions"]
-			if kv["NoAutoUpdate"] == "1" {
-				f.AutoUpdate = "off"
-			}
-		}
-		for _, l := range lines("reboot-pending") {
-			if l == "Component Based Servicing" || l == "Windows Update" {
-				f.RebootPending = append(f.RebootPending, l)
-			}
-		}
-		f.LanguageMode = first("language-mode")
-		return f, nil
+		parseWindowsHost(f, secs)
+	} else {
+		parseLinuxHost(f, secs)
 	}
+	return f, nil
+}
+
+// sectionText is each section's output by name.
+type sectionText map[string]string
+
+// textOf is the output of each of secs by name.
+func textOf(secs []Section) sectionText {
+	t := sectionText{}
+	for _, s := range secs {
+		t[s.Name] = s.Out
+	}
+	return t
+}
+
+// first is the section's first line, trimmed.
+func (s sectionText) first(name string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s[name]), "\n")
+	return strings.TrimSpace(line)
+}
+
+// lines are the section's non-empty lines, trimmed.
+func (s sectionText) lines(name string) []string {
+	var out []string
+	for _, l := range strings.Split(s[name], "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// parseWindowsHost reads the Windows host script's own sections.
+func parseWindowsHost(f *Host, secs sectionText) {
+	kv := ParseOSRelease(secs["windows"])
+	f.WindowsProductName, f.WindowsInstallationType = kv["ProductName"], kv["InstallationType"]
+	f.WindowsBuild, f.WindowsUBR = kv["CurrentBuild"], kv["UBR"]
+	for _, l := range secs.lines("w32tm") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "Source" {
+			f.TimeSource = strings.TrimSpace(v)
+		}
+	}
+	switch {
+	case f.TimeSource == "":
+	case strings.Contains(f.TimeSource, "Local CMOS Clock"), strings.Contains(f.TimeSource, "Free-running"):
+		f.TimeSynced = "no"
+	default:
+		f.TimeSynced = "yes"
+	}
+	for _, l := range secs.lines("listen") {
+		if p, err := strconv.Atoi(l); err == nil {
+			f.Listening[p] = true
+		}
+	}
+	f.SwapKnown = true // Windows has no swap to turn off for the kubelet
+	if wu, ok := secs["wu-policy"]; ok {
+		kv := ParseOSRelease(wu)
+		f.AutoUpdate, f.AUOptions = "on", kv["AUOptions"]
+		if kv["NoAutoUpdate"] == "1" {
+			f.AutoUpdate = "off"
+		}
+	}
+	for _, l := range secs.lines("reboot-pending") {
+		if l == "Component Based Servicing" || l == "Windows Update" {
+			f.RebootPending = append(f.RebootPending, l)
+		}
+	}
+	f.LanguageMode = secs.first("language-mode")
+}
+
+// parseLinuxHost reads the Linux host script's own sections.
+func parseLinuxHost(f *Host, secs sectionText) {
 	osr := ParseOSRelease(secs["os-release"])
 	f.OSID, f.OSVersionID, f.OSPrettyName = osr["ID"], osr["VERSION_ID"], osr["PRETTY_NAME"]
 	if sw, ok := secs["swaps"]; ok && strings.HasPrefix(sw, "Filename") {
 		f.SwapKnown = true
-		for _, l := range lines("swaps")[1:] {
+		for _, l := range secs.lines("swaps")[1:] {
 			f.SwapDevices = append(f.SwapDevices, strings.Fields(l)[0])
 		}
 	}
-	f.TimeSynced = first("ntp")
+	f.TimeSynced = secs.first("ntp")
 	f.Listening = ParseProcNetTCP(secs["tcp"])
-	if c := first("container"); c != "" && !strings.ContainsAny(c, " \t") {
+	if c := secs.first("container"); c != "" && !strings.ContainsAny(c, " \t") {
 		f.Container = c
 	}
-	switch first("cgroupfs") {
+	switch secs.first("cgroupfs") {
 	case "cgroup2fs":
 		f.CgroupVersion = "v2"
 	case "tmpfs":
 		f.CgroupVersion = "v1"
 	}
-	if c := first("containerd-candidate"); c != "" && !strings.ContainsAny(c, " \t") {
+	if c := secs.first("containerd-candidate"); c != "" && !strings.ContainsAny(c, " \t") {
 		f.ContainerdCandidate = c
 	}
-	if v, err := strconv.ParseUint(first("capbnd"), 16, 64); err == nil {
+	if v, err := strconv.ParseUint(secs.first("capbnd"), 16, 64); err == nil {
 		f.CapsKnown = true
 		f.CapSysResource = v&(1<<CapSysResourceBit) != 0
 		f.CapSysTime = v&(1<<CapSysTimeBit) != 0
 	}
-	return f, nil
 }
 
 // Capability bits of CapBnd (linux/capability.h).

@@ -6,20 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
-
-// facts builds the facts script's output the way a node prints it.
-func factsOutput(sections ...string) string {
-	var b strings.Builder
-	for i := 0; i+1 < len(sections); i += 2 {
-		b.WriteString("### hybridctl " + sections[i] + "\n" + sections[i+1])
-		if !strings.HasSuffix(sections[i+1], "\n") {
-			b.WriteByte('\n')
-		}
-	}
-	return b.String() + "### hybridctl end\n"
-}
 
 func readFile(t *testing.T, name string) string {
 	t.Helper()
@@ -28,42 +17,6 @@ func readFile(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// Parse reads each program's version from what it prints, the files whole,
-// the kernel settings and swap.
-func TestParse(t *testing.T) {
-	f := parse(t, factsOutput(
-		"kubelet-conf", "present",
-		"admin-conf", "",
-		"kubelet-version", "Kubernetes v1.36.3",
-		"kubeadm-version", "v1.37.2",
-		"kubectl-version", "Client Version: v1.37.2",
-		"containerd-version", "containerd github.com/containerd/containerd/v2 v2.2.2 a1b2c3",
-		"containerd-config", "version = 3\n",
-		"kubelet-config", "kind: KubeletConfiguration\n",
-		"kubeadm-flags", "KUBELET_KUBEADM_ARGS=\"--container-runtime-endpoint=unix:///run/containerd/containerd.sock\"\n",
-		"sysctl", "net.ipv4.ip_forward=1\nnet.bridge.bridge-nf-call-iptables=0\n",
-		"swaps", "/swap.img file 4194300 0 -2\n",
-	))
-	if !f.KubeletConf || f.AdminConf || f.Kubelet != "v1.36.3" || f.Kubeadm != "v1.37.2" || f.Kubectl != "v1.37.2" || f.Containerd != "v2.2.2" {
-		t.Errorf("parsed %+v", f)
-	}
-	if f.ContainerdConfig != "version = 3\n" || !strings.Contains(f.KubeadmFlags, "--container-runtime-endpoint") {
-		t.Errorf("files %q %q", f.ContainerdConfig, f.KubeadmFlags)
-	}
-	if f.Sysctl["net.ipv4.ip_forward"] != "1" || f.Sysctl["net.bridge.bridge-nf-call-iptables"] != "0" || !f.Swap {
-		t.Errorf("sysctl %v swap %v", f.Sysctl, f.Swap)
-	}
-	empty := parse(t, factsOutput("kubelet-version", "kubelet: command not found", "swaps", ""))
-	if empty.Kubelet != "" || empty.Swap || empty.KubeletConf {
-		t.Errorf("nothing installed: %+v", empty)
-	}
-	for in, want := range map[string]string{"Kubernetes v1.37.0-rc.1": "v1.37.0-rc.1", "1.2": "", "x v10.20.30 y": "v10.20.30"} {
-		if got := version(in); got != want {
-			t.Errorf("version(%q) = %q, want %q", in, got, want)
-		}
-	}
 }
 
 func lab() Expect {
@@ -84,7 +37,7 @@ func whats(ds []Difference) []string {
 // 1.x's configuration; what the host did not report is not compared.
 func TestDrift(t *testing.T) {
 	linux := &Node{Host: engine.Host{Name: "l", OS: engine.Linux}}
-	good := &Facts{Kubelet: "v1.37.2", Kubeadm: "v1.37.2", Kubectl: "v1.37.2", Containerd: "v2.2.2",
+	good := &hostfacts.Installed{Kubelet: "v1.37.2", Kubeadm: "v1.37.2", Kubectl: "v1.37.2", Containerd: "v2.2.2",
 		ContainerdConfig: readFile(t, "testdata/containerd-v3.toml"),
 		KubeletConfig:    "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n",
 		Sysctl:           map[string]string{"net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1"}}
@@ -116,7 +69,7 @@ func TestDrift(t *testing.T) {
 		t.Errorf("no registry: %q", got)
 	}
 	// Windows: maxPods, not cgroups, sysctls or containerd's version.
-	win := &Node{Host: engine.Host{Name: "w", OS: engine.Windows}, Facts: &Facts{Kubelet: "v1.37.2", Containerd: "v1.7.0",
+	win := &Node{Host: engine.Host{Name: "w", OS: engine.Windows}, Facts: &hostfacts.Installed{Kubelet: "v1.37.2", Containerd: "v1.7.0",
 		KubeletConfig: "kind: KubeletConfiguration\nmaxPods: 110\ncgroupDriver: \"\"\n", Swap: true,
 		ContainerdConfig: "version = 3\n[plugins.'io.containerd.cri.v1.images'.pinned_images]\nsandbox = 'registry.k8s.io/pause:3.10.2'\n"}}
 	if got := whats(Drift(win, lab())); !slices.Equal(got, []string{"kubelet maxPods=110"}) {

@@ -1,4 +1,4 @@
-package diagnose
+package hostfacts
 
 import (
 	"bytes"
@@ -12,12 +12,12 @@ import (
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
-// WindowsScript is the Windows gathering script (PowerShell 5.1). Its
-// inputs come as one JSON line on standard input ({"apiHost","apiPort"});
-// it prints one JSON object.
+// NodeWindowsScript is the Windows node script (PowerShell 5.1). Its
+// inputs come as one JSON line on standard input (NodeWindowsInput); it
+// prints one JSON object.
 //
-//go:embed scripts/gather.ps1
-var WindowsScript string
+//go:embed scripts/node.ps1
+var NodeWindowsScript string
 
 // many is a JSON value PowerShell may write as an array, a single object
 // (a one-element array unrolled) or null (an empty one).
@@ -113,8 +113,8 @@ type hnsNetwork struct {
 	Policies many[hnsPolicy] `json:"policies"`
 }
 
-// ParseWindows turns the Windows script's JSON into Facts.
-func ParseWindows(node string, out []byte) (*Facts, error) {
+// ParseNodeWindows turns the Windows node script's JSON into Node.
+func ParseNodeWindows(node string, out []byte) (*Node, error) {
 	out = bytes.TrimSpace(bytes.TrimPrefix(out, []byte("\xef\xbb\xbf")))
 	// PowerShell may print warnings before the object; the object is the
 	// last line.
@@ -127,7 +127,7 @@ func ParseWindows(node string, out []byte) (*Facts, error) {
 	if err := dec.Decode(&w); err != nil {
 		return nil, fmt.Errorf("%s: the Windows gathering script's output is not the expected JSON: %w", node, err)
 	}
-	f := &Facts{Node: node, OS: engine.Windows, Services: map[string]Service{}, CNIDir: `C:\etc\cni\net.d`,
+	f := &Node{Node: node, OS: engine.Windows, Services: map[string]Service{}, CNIDir: `C:\etc\cni\net.d`,
 		KubeletLogSource: `C:\var\log\kubelet\kubelet.err.log`, Windows: &WindowsNet{}}
 	f.Raw = append(f.Raw, RawFile{Name: "gather.json", Data: append([]byte(nil), out...)})
 

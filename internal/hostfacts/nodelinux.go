@@ -1,4 +1,4 @@
-package diagnose
+package hostfacts
 
 import (
 	_ "embed"
@@ -11,31 +11,27 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
 )
 
-// LinuxScript is the Linux gathering script: POSIX sh, read-only. It takes
-// its inputs as arguments (marker, API host, API port).
+// NodeLinuxScript is the Linux node script: POSIX sh, read-only. It takes
+// its inputs as arguments (NodeLinuxArgs: marker, API host, API port).
 //
-//go:embed scripts/gather.sh
-var LinuxScript string
+//go:embed scripts/node.sh
+var NodeLinuxScript string
 
-// section is one command's output in the gathering script's output.
-type section = hostfacts.Section
-
-// ParseLinux turns the Linux script's output into Facts. Malformed parts
+// ParseNodeLinux turns the Linux node script's output into Node. Malformed parts
 // become problems in the facts (a probe that did not run, a parse error in
 // Detail) rather than an error: one unreadable table does not hide the rest.
-func ParseLinux(node string, out []byte, marker string) (*Facts, error) {
-	secs, err := hostfacts.Split(out, marker)
-	if errors.Is(err, hostfacts.ErrNoSections) {
+func ParseNodeLinux(node string, out []byte, marker string) (*Node, error) {
+	secs, err := Split(out, marker)
+	if errors.Is(err, ErrNoSections) {
 		return nil, fmt.Errorf("%s: the gathering script printed no sections (not a POSIX shell, or its output was lost)", node)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading the gathering script's output: %w", node, err)
 	}
-	f := &Facts{Node: node, OS: engine.Linux, Services: map[string]Service{}, CNIDir: "/etc/cni/net.d",
+	f := &Node{Node: node, OS: engine.Linux, Services: map[string]Service{}, CNIDir: "/etc/cni/net.d",
 		Linux: &LinuxNet{Addrs: map[string][]netip.Prefix{}, UDPPorts: map[int]bool{}}}
 	f.KubeletLogSource = "journalctl -u kubelet"
 	var linkErr string
@@ -138,7 +134,7 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func parseSystemd(f *Facts, s section) {
+func parseSystemd(f *Node, s Section) {
 	for _, block := range strings.Split(s.Out, "\n\n") {
 		kv := map[string]string{}
 		for _, l := range strings.Split(block, "\n") {
