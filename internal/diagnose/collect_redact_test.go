@@ -46,10 +46,7 @@ func TestCollectRedactsNodeOutput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(srv.Dir, "rec", "kubelet-log"), []byte(log.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	kh := filepath.Join(t.TempDir(), "known_hosts")
-	if err := os.WriteFile(kh, []byte(srv.KnownHostsLine()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kh := srv.KnownHostsFile(t)
 	c, err := transport.Dial(ctxT(t), transport.Config{Host: "k8s-lab-node-1", Address: srv.Addr, User: "user", KeyFiles: []string{key.Path},
 		KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 10 * time.Second, OS: engine.Linux, Sudo: true})
 	if err != nil {

@@ -37,16 +37,13 @@ func TestRunMixed(t *testing.T) {
 	key := sshtest.NewKey(t)
 	srv := sshtest.Start(t, key.Signer.PublicKey())
 	hostfactstest.InstallNodeShims(t, srv.Dir)
-	kh := filepath.Join(t.TempDir(), "known_hosts")
+	kh := srv.KnownHostsFile(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	closed := ln.Addr().String()
 	_ = ln.Close()
-	if err := os.WriteFile(kh, []byte(srv.KnownHostsLine()), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	pool := transport.NewPool(
 		transport.Config{Host: "k8s-lab-master-1", Address: closed, User: "u", KeyFiles: []string{key.Path}, KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 5 * time.Second},
 		transport.Config{Host: "k8s-lab-node-1", Address: srv.Addr, User: "u", KeyFiles: []string{key.Path}, KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 5 * time.Second},
@@ -81,10 +78,7 @@ func TestCollectRefusesPlantedLink(t *testing.T) {
 	key := sshtest.NewKey(t)
 	srv := sshtest.Start(t, key.Signer.PublicKey())
 	hostfactstest.InstallNodeShims(t, srv.Dir)
-	kh := filepath.Join(t.TempDir(), "known_hosts")
-	if err := os.WriteFile(kh, []byte(srv.KnownHostsLine()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kh := srv.KnownHostsFile(t)
 	pool := transport.NewPool(transport.Config{Host: "k8s-lab-node-1", Address: srv.Addr, User: "u", KeyFiles: []string{key.Path},
 		KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 5 * time.Second})
 	defer func() { _ = pool.Close() }()
@@ -168,10 +162,7 @@ func TestGatherFloodBounded(t *testing.T) {
 	flood := func(size int64) {
 		srv.Shim("journalctl", fmt.Sprintf("#!/bin/sh\nyes \"Dec 06 10:00:00 node kubelet[42]: token=abcdef.0123456789abcdef $(head -c 4000 /dev/zero | tr '\\0' x)\" | head -c %d\n", size))
 	}
-	kh := filepath.Join(t.TempDir(), "known_hosts")
-	if err := os.WriteFile(kh, []byte(srv.KnownHostsLine()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kh := srv.KnownHostsFile(t)
 	pool := transport.NewPool(transport.Config{Host: "k8s-lab-node-1", Address: srv.Addr, User: "u", KeyFiles: []string{key.Path},
 		KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 5 * time.Second})
 	defer func() { _ = pool.Close() }()

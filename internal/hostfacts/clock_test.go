@@ -4,8 +4,6 @@ package hostfacts
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,10 +20,7 @@ import (
 func TestSampleClockOverSSH(t *testing.T) {
 	key := sshtest.NewKey(t)
 	srv := sshtest.Start(t, key.Signer.PublicKey())
-	kh := filepath.Join(t.TempDir(), "known_hosts")
-	if err := os.WriteFile(kh, []byte(srv.KnownHostsLine()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kh := srv.KnownHostsFile(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := transport.Dial(ctx, transport.Config{Host: "node-1", Address: srv.Addr, User: "user", KeyFiles: []string{key.Path},

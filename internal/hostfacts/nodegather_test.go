@@ -139,10 +139,7 @@ func TestGatherNodeLinuxOverSSH(t *testing.T) {
 	key := sshtest.NewKey(t)
 	srv := sshtest.Start(t, key.Signer.PublicKey())
 	hostfactstest.InstallNodeShims(t, srv.Dir)
-	kh := filepath.Join(t.TempDir(), "known_hosts")
-	if err := os.WriteFile(kh, []byte(srv.KnownHostsLine()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kh := srv.KnownHostsFile(t)
 	c, err := transport.Dial(ctxT(t), transport.Config{Host: "k8s-lab-node-1", Address: srv.Addr, User: "user", KeyFiles: []string{key.Path},
 		KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 10 * time.Second, OS: engine.Linux, Sudo: true})
 	if err != nil {
@@ -186,10 +183,7 @@ func TestGatherNodeLinuxOverOpenSSH(t *testing.T) {
 	key := sshtest.NewKey(t)
 	o := sshtest.StartOpenSSH(t, key.Signer.PublicKey())
 	hostfactstest.InstallNodeShims(t, o.Dir)
-	kh := filepath.Join(t.TempDir(), "known_hosts")
-	if err := os.WriteFile(kh, []byte(o.KnownHostsLine()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kh := o.KnownHostsFile(t)
 	c, err := transport.Dial(ctxT(t), transport.Config{Host: "k8s-lab-node-1", Address: o.Addr, User: o.User, KeyFiles: []string{key.Path},
 		KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 30 * time.Second, OS: engine.Linux, Sudo: true})
 	if err != nil {
@@ -225,10 +219,7 @@ powershell-real "$@" > "$SHIM_DIR/script-$n" || exit $?
 cp "$SHIM_DIR/powershell.stdin" "$SHIM_DIR/stdin-$n"
 if grep -q ConvertTo-Json "$SHIM_DIR/script-$n"; then cat "$SHIM_DIR/win.json"; else echo $(($(date +%s%N) / 1000000)); fi
 `)
-	kh := filepath.Join(t.TempDir(), "known_hosts")
-	if err := os.WriteFile(kh, []byte(srv.KnownHostsLine()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kh := srv.KnownHostsFile(t)
 	cfg := transport.Config{Host: "k8s-lab-win-1", Address: srv.Addr, User: "Administrator", KeyFiles: []string{key.Path},
 		KnownHosts: &transport.KnownHosts{Path: kh}, ConnectTimeout: 10 * time.Second, OS: engine.Windows}
 	c, err := transport.Dial(ctxT(t), cfg)

@@ -94,10 +94,7 @@ func TestRenderedScriptsParse(t *testing.T) {
 func TestTransportCommandsParse(t *testing.T) {
 	key := sshtest.NewKey(t)
 	srv := sshtest.Start(t, key.Signer.PublicKey())
-	kh := filepath.Join(t.TempDir(), "known_hosts")
-	if err := os.WriteFile(kh, []byte(srv.KnownHostsLine()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kh := srv.KnownHostsFile(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := transport.Dial(ctx, transport.Config{Host: "win", OS: engine.Windows, Address: srv.Addr, User: "u", KeyFiles: []string{key.Path}, KnownHosts: &transport.KnownHosts{Path: kh}})

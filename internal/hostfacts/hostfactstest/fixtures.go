@@ -85,10 +85,7 @@ func Dial(t *testing.T, hostOS engine.OS) (*transport.Client, *sshtest.Server) {
 	t.Helper()
 	key := sshtest.NewKey(t)
 	srv := sshtest.Start(t, key.Signer.PublicKey())
-	kh := filepath.Join(t.TempDir(), "known_hosts")
-	if err := os.WriteFile(kh, []byte(srv.KnownHostsLine()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kh := srv.KnownHostsFile(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := transport.Dial(ctx, transport.Config{Host: "loopback", OS: hostOS, Address: srv.Addr, User: "u", KeyFiles: []string{key.Path}, KnownHosts: &transport.KnownHosts{Path: kh}})

@@ -192,10 +192,7 @@ func loopback(t *testing.T, cfgMod func(*transport.Config)) (*transport.Client, 
 	t.Helper()
 	key := sshtest.NewKey(t)
 	srv := sshtest.Start(t, key.Signer.PublicKey())
-	kh := filepath.Join(t.TempDir(), "known_hosts")
-	if err := os.WriteFile(kh, []byte(srv.KnownHostsLine()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kh := srv.KnownHostsFile(t)
 	cfg := transport.Config{Host: "node", Address: srv.Addr, User: "u", Sudo: true, KeyFiles: []string{key.Path}, KnownHosts: &transport.KnownHosts{Path: kh}}
 	if cfgMod != nil {
 		cfgMod(&cfg)

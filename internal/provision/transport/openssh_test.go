@@ -25,10 +25,7 @@ func openSSHFixture(t *testing.T) (*sshtest.OpenSSH, Config) {
 	t.Helper()
 	key := sshtest.NewKey(t)
 	o := sshtest.StartOpenSSH(t, key.Signer.PublicKey())
-	kh := filepath.Join(t.TempDir(), "known_hosts")
-	if err := os.WriteFile(kh, []byte(o.KnownHostsLine()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kh := o.KnownHostsFile(t)
 	return o, Config{Host: "openssh", Address: o.Addr, User: o.User, KeyFiles: []string{key.Path},
 		KnownHosts: &KnownHosts{Path: kh}, ConnectTimeout: 5 * time.Second}
 }

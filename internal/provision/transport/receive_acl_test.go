@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -26,10 +25,7 @@ func windowsClient(t *testing.T) (*transport.Client, *sshtest.Server) {
 	t.Helper()
 	key := sshtest.NewKey(t)
 	srv := sshtest.Start(t, key.Signer.PublicKey())
-	kh := filepath.Join(t.TempDir(), "known_hosts")
-	if err := os.WriteFile(kh, []byte(srv.KnownHostsLine()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kh := srv.KnownHostsFile(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := transport.Dial(ctx, transport.Config{Host: "win-1", Address: srv.Addr, User: "administrator", OS: engine.Windows,

@@ -33,10 +33,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	key := sshtest.NewKey(t)
 	srv := sshtest.Start(t, key.Signer.PublicKey())
-	kh := filepath.Join(t.TempDir(), "known_hosts")
-	if err := os.WriteFile(kh, []byte(srv.KnownHostsLine()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kh := srv.KnownHostsFile(t)
 	return &fixture{srv: srv, key: key, knownHosts: kh}
 }
 

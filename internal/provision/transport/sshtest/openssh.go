@@ -195,6 +195,17 @@ func (o *OpenSSH) Log() string {
 	return strings.TrimSpace(string(b))
 }
 
+// KnownHostsFile writes a known_hosts file (0600, in a directory of the
+// test's) that holds only this server's line, and returns its path.
+func (o *OpenSSH) KnownHostsFile(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(p, []byte(o.KnownHostsLine()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // KnownHostsLine is the known_hosts line for this server.
 func (o *OpenSSH) KnownHostsLine() string {
 	return knownhosts.Line([]string{knownhosts.Normalize(o.Addr)}, o.HostKey.PublicKey()) + "\n"

@@ -214,6 +214,17 @@ func (s *Server) Commands() []string {
 	return append([]string(nil), s.commands...)
 }
 
+// KnownHostsFile writes a known_hosts file (0600, in a directory of the
+// test's) that holds only this server's line, and returns its path.
+func (s *Server) KnownHostsFile(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(p, []byte(s.KnownHostsLine()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // KnownHostsLine is the known_hosts line for this server.
 func (s *Server) KnownHostsLine() string {
 	return knownhosts.Line([]string{knownhosts.Normalize(s.Addr)}, s.HostKey.PublicKey()) + "\n"
