@@ -116,3 +116,21 @@ func TestJudge(t *testing.T) {
 		}
 	}
 }
+
+// oneLine keeps a first line of exactly n bytes whole and cuts one longer.
+func TestOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"abc", 3, "abc"},
+		{"abcd", 3, "abc..."},
+		{"ab\ncd", 3, "ab..."},
+		{"", 3, ""},
+	} {
+		if got := oneLine(tc.in, tc.n); got != tc.want {
+			t.Errorf("oneLine(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}

@@ -326,3 +326,39 @@ func TestHostWindowsResolveLiteral(t *testing.T) {
 		}
 	}
 }
+
+// TestParseHostValueNearMisses: each Linux value the checks read on both
+// sides of what is believed (one word, not a line with spaces), each
+// capability bit alone, and each Windows time source that means "not
+// synchronised" beside one that does.
+func TestParseHostValueNearMisses(t *testing.T) {
+	for _, tc := range []struct {
+		name, out            string
+		container, candidate string
+		capsKnown            bool
+		resource, sysTime    bool
+	}{
+		{"one word each", "### container\nlxc\n### containerd-candidate\n2.2.1-0ubuntu1\n### capbnd\n0000000000000000\n", "lxc", "2.2.1-0ubuntu1", true, false, false},
+		{"text with spaces", "### container\nnot a container\n### containerd-candidate\nnot installed\n", "", "", false, false, false},
+		{"a tab", "### container\nlxc\tx\n### containerd-candidate\n2.0\tx\n", "", "", false, false, false},
+		{"CAP_SYS_RESOURCE alone", "### capbnd\n0000000001000000\n", "", "", true, true, false},
+		{"CAP_SYS_TIME alone", "### capbnd\n0000000002000000\n", "", "", true, false, true},
+		{"not hexadecimal", "### capbnd\nxyz\n", "", "", false, false, false},
+	} {
+		f := parseHost(t, linuxWorker, tc.out)
+		if f.Container != tc.container || f.ContainerdCandidate != tc.candidate || f.CapsKnown != tc.capsKnown || f.CapSysResource != tc.resource || f.CapSysTime != tc.sysTime {
+			t.Errorf("%s: container %q, candidate %q, caps %v %v %v", tc.name, f.Container, f.ContainerdCandidate, f.CapsKnown, f.CapSysResource, f.CapSysTime)
+		}
+	}
+	for source, want := range map[string]string{
+		"Local CMOS Clock":          "no",
+		"Free-running System Clock": "no",
+		"time.windows.com,0x9":      "yes",
+		"":                          "",
+	} {
+		f := parseHost(t, winWorker, "### w32tm\nLeap Indicator: 0(no warning)\nSource: "+source+"\n")
+		if f.TimeSynced != want || f.TimeSource != source {
+			t.Errorf("source %q: synced %q (%q), want %q", source, f.TimeSynced, f.TimeSource, want)
+		}
+	}
+}

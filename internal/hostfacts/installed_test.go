@@ -10,6 +10,7 @@ import (
 	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/hostfacts/hostfactstest"
 	"github.com/hybridctl/hybridctl/internal/provision/engine"
+	"github.com/hybridctl/hybridctl/internal/provision/transport"
 )
 
 // parseInstalled parses the installation script's sections, given as for
@@ -131,4 +132,31 @@ func FuzzParseInstalled(f *testing.F) {
 			}
 		}
 	})
+}
+
+// scripts records the scripts a Runner is given.
+type scripts struct {
+	hostfactstest.Runner
+	ran *[]string
+}
+
+func (s scripts) Run(ctx context.Context, script string) (*transport.Result, error) {
+	*s.ran = append(*s.ran, script)
+	return s.Runner.Run(ctx, script)
+}
+
+// GatherInstalled runs the host's own OS's script.
+func TestGatherInstalledScriptOfTheOS(t *testing.T) {
+	out := func(time.Time) string { return "### end\n" }
+	for _, h := range []engine.Host{{Name: "l", OS: engine.Linux}, {Name: "w", OS: engine.Windows}} {
+		var ran []string
+		if _, err := hostfacts.GatherInstalled(context.Background(), scripts{hostfactstest.Runner{Out: out}, &ran}, h); err != nil {
+			t.Fatal(err)
+		}
+		windows := len(ran) == 1 && strings.Contains(ran[0], "$ErrorActionPreference") && strings.Contains(ran[0], `C:\k\kubelet.exe`)
+		linux := len(ran) == 1 && strings.HasPrefix(ran[0], "set +e\n") && strings.Contains(ran[0], "kubelet --version")
+		if windows != (h.OS == engine.Windows) || linux != (h.OS == engine.Linux) {
+			t.Errorf("%s: ran %d scripts, the Windows one %v, the Linux one %v", h.OS, len(ran), windows, linux)
+		}
+	}
 }
