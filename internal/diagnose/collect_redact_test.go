@@ -17,9 +17,9 @@ import (
 	"github.com/hybridctl/hybridctl/internal/provision/transport/sshtest"
 )
 
-// issueSecrets are the spellings that reached --collect's files in clear,
-// and more, as a kubelet log on a node would hold them.
-var issueSecrets = map[string]string{
+// logSecrets are secrets in the spellings a kubelet log holds them (cloud
+// config, credential providers, request headers, proxies, tokens).
+var logSecrets = map[string]string{
 	"client secret":   `E1206 kubelet.go:1] "cloud config" config={"tenantId": "t1", "clientSecret": "Zx8~Q.azure-client-secret"}`,
 	"aws secret key":  `I1206 credential_provider.go:2] env aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY`,
 	"basic auth":      `I1206 round_trippers.go:3] "Request Headers" Authorization: Basic cmVnaXN0cnk6UmVnUGFzczE=`,
@@ -29,7 +29,8 @@ var issueSecrets = map[string]string{
 	"proxy password":  `I1206 proxy.go:7] HTTPS_PROXY=http://proxyuser:Pr0xyPassw0rd@10.0.0.1:3128`,
 }
 
-var issueSecretValues = []string{"Zx8~Q.azure-client-secret", "wJalrXUtnFEMI", "cmVnaXN0cnk6UmVnUGFzczE=", "SecretBearerValue0123",
+// logSecretValues are the parts of logSecrets no kept file may hold.
+var logSecretValues = []string{"Zx8~Q.azure-client-secret", "wJalrXUtnFEMI", "cmVnaXN0cnk6UmVnUGFzczE=", "SecretBearerValue0123",
 	"AKIAIOSFODNN7EXAMPLE", "0123456789abcdef", "Pr0xyPassw0rd"}
 
 // TestCollectRedactsNodeOutput: a node whose kubelet log holds those
@@ -40,7 +41,7 @@ func TestCollectRedactsNodeOutput(t *testing.T) {
 	srv := sshtest.Start(t, key.Signer.PublicKey())
 	hostfactstest.InstallNodeShims(t, srv.Dir)
 	var log strings.Builder
-	for _, l := range issueSecrets {
+	for _, l := range logSecrets {
 		log.WriteString("1796172000.000001 k8s-lab-node-1 kubelet[812]: " + l + "\n")
 	}
 	if err := os.WriteFile(filepath.Join(srv.Dir, "rec", "kubelet-log"), []byte(log.String()), 0o644); err != nil {
@@ -75,7 +76,7 @@ func TestCollectRedactsNodeOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range issueSecretValues {
+	for _, s := range logSecretValues {
 		if strings.Contains(all.String(), s) {
 			t.Errorf("%q is in the collection", s)
 		}
