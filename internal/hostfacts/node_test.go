@@ -1,8 +1,13 @@
 package hostfacts_test
 
 import (
+	"fmt"
+	"net/netip"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hybridctl/hybridctl/internal/hostfacts"
 	"github.com/hybridctl/hybridctl/internal/hostfacts/hostfactstest"
@@ -88,4 +93,197 @@ func FuzzParseNodeWindows(f *testing.F) {
 		}
 		checkNode(t, facts, "k8s-lab-win-1", engine.Windows)
 	})
+}
+
+// section is one section of the node script's output with its exit status.
+func section(name string, rc int, out string) string {
+	return hostfacts.BeginLine(hostfactstest.Marker, name) + "\n" + out + "\n" + hostfacts.EndLine(hostfactstest.Marker, name, rc) + "\n"
+}
+
+func parseNodeLinux(t *testing.T, out string) *hostfacts.Node {
+	t.Helper()
+	f, err := hostfacts.ParseNodeLinux("n", []byte(out), hostfactstest.Marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestParseNodeLinuxExitStatus: each probe on both sides of what its exit
+// status means (0, a failure, 127 for a tool that is not there).
+func TestParseNodeLinuxExitStatus(t *testing.T) {
+	const ns = "1796173200123456789"
+	status := `{"status":{"conditions":[{"type":"RuntimeReady","status":true}]},"config":{"registry":"s3cr3t"}}`
+	for _, tc := range []struct {
+		name, out string
+		check     func(f *hostfacts.Node) bool
+	}{
+		{"clock", section("clock", 0, ns), func(f *hostfacts.Node) bool {
+			return f.Clock.Sampled && f.Clock.Node.Equal(time.Unix(0, 1796173200123456789))
+		}},
+		{"clock failed", section("clock", 1, ns), func(f *hostfacts.Node) bool { return !f.Clock.Sampled && f.Clock.Detail == ns }},
+		{"clock not a number", section("clock", 0, "soon"), func(f *hostfacts.Node) bool { return !f.Clock.Sampled && f.Clock.Detail == "soon" }},
+		{"time synchronised", section("time-sync", 0, "NTPSynchronized=yes"), func(f *hostfacts.Node) bool { return f.Clock.Synced == "yes" }},
+		{"timedatectl failed", section("time-sync", 1, "NTPSynchronized=yes"), func(f *hostfacts.Node) bool { return f.Clock.Synced == "" }},
+		{"another property", section("time-sync", 0, "NTP=yes"), func(f *hostfacts.Node) bool { return f.Clock.Synced == "" }},
+		{"crictl answered", section("crictl", 0, status), func(f *hostfacts.Node) bool {
+			return f.CRI == hostfacts.Probe{Ran: true, OK: true, Detail: "crictl info answered"} && len(f.CRIConditions) == 1 &&
+				len(f.Raw) == 1 && f.Raw[0].Name == "crictl-info-status.json" && !strings.Contains(string(f.Raw[0].Data), "s3cr3t")
+		}},
+		{"crictl answered nonsense", section("crictl", 0, "{"), func(f *hostfacts.Node) bool {
+			return f.CRI.Ran && f.CRI.OK && strings.HasPrefix(f.CRI.Detail, "crictl info answered, but: ") && f.CRIConditions == nil
+		}},
+		{"crictl failed", section("crictl", 1, "a\nb\nconnection refused"), func(f *hostfacts.Node) bool {
+			return f.CRI == hostfacts.Probe{Ran: true, OK: false, Detail: "a\nb\nconnection refused"} && f.CRIConditions == nil
+		}},
+		{"no crictl", section("crictl", 127, "crictl: not found"), func(f *hostfacts.Node) bool { return !f.CRI.Ran && !f.CRI.OK }},
+		{"journal read", section("kubelet-log", 0, "1796173200.000000 n kubelet[1]: ok"), func(f *hostfacts.Node) bool {
+			return f.KubeletLogError == "" && len(f.KubeletLog) == 1
+		}},
+		{"journal failed", section("kubelet-log", 1, "x\nNo journal files were found."), func(f *hostfacts.Node) bool {
+			return f.KubeletLogError == "x\nNo journal files were found."
+		}},
+		{"API connected", section("api", 0, "connected"), func(f *hostfacts.Node) bool { return f.API.Ran && f.API.OK }},
+		{"API answered otherwise", section("api", 0, "refused"), func(f *hostfacts.Node) bool { return f.API.Ran && !f.API.OK }},
+		{"API refused", section("api", 1, "connected? no"), func(f *hostfacts.Node) bool { return f.API.Ran && !f.API.OK }},
+		{"no tool for the API", section("api", 127, ""), func(f *hostfacts.Node) bool { return !f.API.Ran && !f.API.OK }},
+		{"CNI directory", section("cni-dir", 0, "10-calico.conflist"), func(f *hostfacts.Node) bool { return f.CNIError == "" }},
+		{"no CNI directory", section("cni-dir", 2, "/etc/cni/net.d: no such directory"), func(f *hostfacts.Node) bool {
+			return f.CNIError == "/etc/cni/net.d: no such directory"
+		}},
+	} {
+		if f := parseNodeLinux(t, tc.out); !tc.check(f) {
+			t.Errorf("%s: clock %+v, CRI %+v, API %+v, log error %q, CNI error %q", tc.name, f.Clock, f.CRI, f.API, f.KubeletLogError, f.CNIError)
+		}
+	}
+}
+
+// TestParseNodeLinuxRawNames: what --collect names each section's file:
+// letters, digits and ._-/ kept (each range at both ends), anything else
+// and "..", a dash.
+func TestParseNodeLinuxRawNames(t *testing.T) {
+	f := parseNodeLinux(t, section("azAZ09._-x", 0, "")+section("`{@[:", 0, "")+section("neigh vxlan.calico", 0, "")+
+		section("/../up/", 0, "")+section("///", 0, ""))
+	var got []string
+	for _, r := range f.Raw {
+		got = append(got, r.Name)
+	}
+	want := []string{"azAZ09._-x.txt", "-----.txt", "neigh-vxlan.calico.txt", "-/up.txt", "section.txt"}
+	if !slices.Equal(got, want) {
+		t.Errorf("raw names %q, want %q", got, want)
+	}
+}
+
+// TestParseNodeLinuxTables: each table the overlay checks read, with the
+// entries a parser must keep beside the ones it must drop (a default
+// route, an unparsable destination, a device's own FDB entries, a prefix
+// length out of range), and the values read exactly.
+func TestParseNodeLinuxTables(t *testing.T) {
+	f := parseNodeLinux(t, section("links", 0, `[{"ifname":"vxlan.calico","address":"66:EE:F4:61:98:50","flags":["BROADCAST","UP","LOWER_UP"],"mtu":1450,"linkinfo":{"info_kind":"vxlan","info_data":{"id":4096,"port":4789,"local":"192.168.10.21"}}},`+
+		`{"ifname":"eth0","address":"52:54:00:aa:bb:cc","flags":["BROADCAST"],"mtu":1500,"linkinfo":{"info_kind":"","info_data":{"id":7,"port":9}}}]`)+
+		section("addrs", 0, `[{"ifname":"eth0","addr_info":[{"local":"192.168.10.21","prefixlen":24},{"local":"10.0.0.1","prefixlen":32},{"local":"10.0.0.2","prefixlen":33},{"local":"10.0.0.3","prefixlen":-1},{"local":"x","prefixlen":8}]}]`)+
+		section("routes", 0, `[{"dst":"default","gateway":"192.168.10.1","dev":"eth0"},{"dst":"172.21.41.0/26","gateway":"172.21.41.0","dev":"vxlan.calico","flags":["onlink"],"protocol":"bird"},`+
+			`{"dst":"172.21.211.5","dev":"cali1"},{"dst":"172.21.0.7/16","dev":"eth0"},{"dst":"nonsense","dev":"eth0"}]`)+
+		section("neigh vxlan.calico", 0, `[{"dst":"172.21.41.0","lladdr":"66-EE-F4-61-98-51","state":["PERMANENT","NOARP"]},{"dst":"?","lladdr":"x"}]`)+
+		section("fdb vxlan.calico", 0, `[{"mac":"66:ee:f4:61:98:51","dst":"192.168.10.31"},{"mac":"66:ee:f4:61:98:50"}]`)+
+		section("udp", 0, "  sl  local_address rem_address   st\n   0: 00000000:12B5 00000000:0000 07\n   1: 00000000:0035 00000000:0000 07\n   2 00000000:0016 x\n   3: 00000000\n   4: 00000000:ZZZZ 0\n"))
+	n := f.Linux
+	wantLinks := []hostfacts.Link{
+		{Name: "vxlan.calico", Kind: "vxlan", MAC: "66:ee:f4:61:98:50", Up: true, MTU: 1450, VNI: 4096, Port: 4789, Local: "192.168.10.21"},
+		{Name: "eth0", MAC: "52:54:00:aa:bb:cc", MTU: 1500},
+	}
+	if !reflect.DeepEqual(n.Links, wantLinks) {
+		t.Errorf("links %+v", n.Links)
+	}
+	if got := n.Addrs["eth0"]; !slices.Equal(got, []netip.Prefix{netip.MustParsePrefix("192.168.10.21/24"), netip.MustParsePrefix("10.0.0.1/32")}) {
+		t.Errorf("addresses %v", got)
+	}
+	var routes []string
+	for _, r := range n.Routes {
+		routes = append(routes, r.Raw+" proto "+r.Protocol)
+	}
+	if want := []string{"172.21.41.0/26 via 172.21.41.0 dev vxlan.calico onlink proto bird", "172.21.211.5/32 dev cali1 proto ", "172.21.0.0/16 dev eth0 proto "}; !slices.Equal(routes, want) {
+		t.Errorf("routes %q, want %q", routes, want)
+	}
+	if r := n.Routes[0]; !r.OnLink || r.Gateway != netip.MustParseAddr("172.21.41.0") || r.Dev != "vxlan.calico" || n.Routes[1].Gateway.IsValid() || n.Routes[1].OnLink {
+		t.Errorf("route fields %+v %+v", r, n.Routes[1])
+	}
+	if want := []hostfacts.Neigh{{Dst: netip.MustParseAddr("172.21.41.0"), MAC: "66:ee:f4:61:98:51", Dev: "vxlan.calico", State: "PERMANENT,NOARP"}}; !reflect.DeepEqual(n.Neigh, want) {
+		t.Errorf("neighbours %+v", n.Neigh)
+	}
+	if want := []hostfacts.FDB{{MAC: "66:ee:f4:61:98:51", Dst: netip.MustParseAddr("192.168.10.31"), Dev: "vxlan.calico"}}; !reflect.DeepEqual(n.FDB, want) {
+		t.Errorf("FDB %+v", n.FDB)
+	}
+	if !reflect.DeepEqual(n.UDPPorts, map[int]bool{4789: true, 53: true}) {
+		t.Errorf("UDP ports %v", n.UDPPorts)
+	}
+	// Unreadable tables leave nothing behind, and say so for the links.
+	f = parseNodeLinux(t, section("links", 0, "{")+section("addrs", 0, "{")+section("routes", 0, "{")+section("neigh d", 0, "{")+section("fdb d", 0, "{"))
+	if n := f.Linux; n.Links != nil || len(n.Addrs) != 0 || n.Routes != nil || n.Neigh != nil || n.FDB != nil {
+		t.Errorf("unreadable tables: %+v", n)
+	}
+}
+
+// TestParseNodeLinuxJournalAndCNI: journal lines with and without a time
+// it believes (both ends of its range), and CNI files valid or not.
+func TestParseNodeLinuxJournalAndCNI(t *testing.T) {
+	f := parseNodeLinux(t, section("kubelet-log", 0, "-- Boot 1 --\n1796173200.500000 n kubelet[1]: E1 started\n\n0 n kubelet[1]: zero\n"+
+		"100000000000 n kubelet[1]: too late\n99999999999 n kubelet[1]: last\nno time here\r\n"+
+		"1796173200 n kubelet[1]: whole\n1796173200.1234567891 n kubelet[1]: ten digits\n1796173200.1e3 n kubelet[1]: a float\n")+
+		section("cni-file /etc/cni/net.d/10-calico.conflist", 0, `{"name":"k8s-pod-network","plugins":[{"type":"calico"},{"type":""},{"type":"portmap"}]}`)+
+		section("cni-file /etc/cni/net.d/05-one.conf", 0, `{"name":"one","type":"bridge"}`)+
+		section("cni-file /etc/cni/net.d/06-nameless.conf", 0, `{"type":"bridge"}`)+
+		section("cni-file /etc/cni/net.d/07-typeless.conflist", 0, `{"name":"x","plugins":[{"type":""}]}`)+
+		section("cni-file /etc/cni/net.d/08-not-json.conf", 0, `name: x`))
+	want := []hostfacts.LogLine{
+		{Time: time.Unix(1796173200, 500000000).UTC(), Text: "E1 started"},
+		{Text: "0 n kubelet[1]: zero"},
+		{Text: "100000000000 n kubelet[1]: too late"},
+		{Time: time.Unix(99999999999, 0).UTC(), Text: "last"},
+		{Text: "no time here"},
+		{Time: time.Unix(1796173200, 0).UTC(), Text: "whole"},
+		{Text: "1796173200.1234567891 n kubelet[1]: ten digits"},
+		{Text: "1796173200.1e3 n kubelet[1]: a float"},
+	}
+	if !reflect.DeepEqual(f.KubeletLog, want) {
+		t.Errorf("journal %+v", f.KubeletLog)
+	}
+	var cni []string
+	for _, c := range f.CNIFiles {
+		cni = append(cni, fmt.Sprintf("%s %v %s %q %s", c.Name, c.Valid, c.NetworkName, c.Types, c.Problem))
+	}
+	if want := []string{
+		`10-calico.conflist true k8s-pod-network ["calico" "portmap"] `,
+		`05-one.conf true one ["bridge"] `,
+		`06-nameless.conf false  ["bridge"] has no network name`,
+		`07-typeless.conflist false x [] names no plugin type`,
+	}; len(cni) != 5 || !slices.Equal(cni[:4], want) || !strings.HasPrefix(cni[4], "08-not-json.conf false  [] not JSON: ") {
+		t.Errorf("CNI files\n%s", strings.Join(cni, "\n"))
+	}
+	// A failed probe keeps the last five lines of what it printed.
+	f = parseNodeLinux(t, section("crictl", 1, "1\n2\n\n3\n4\n5\n6\n"))
+	if f.CRI.Detail != "2\n3\n4\n5\n6" {
+		t.Errorf("six lines: %q", f.CRI.Detail)
+	}
+	f = parseNodeLinux(t, section("crictl", 1, "1\n2\n3\n4\n5"))
+	if f.CRI.Detail != "1\n2\n3\n4\n5" {
+		t.Errorf("five lines: %q", f.CRI.Detail)
+	}
+}
+
+// TestNormMAC: six pairs in either spelling are written one way; anything
+// else is only lower-cased.
+func TestNormMAC(t *testing.T) {
+	for in, want := range map[string]string{
+		"66-EE-F4-61-98-50":    "66:ee:f4:61:98:50",
+		" 66:ee:f4:61:98:50 ":  "66:ee:f4:61:98:50",
+		"66-EE-F4-61-98":       "66-ee-f4-61-98",
+		"66-EE-F4-61-98-5":     "66-ee-f4-61-98-5",
+		"66-EE-F4-61-98-5G":    "66-ee-f4-61-98-5g",
+		"66-EE-F4-61-98-50-00": "66-ee-f4-61-98-50-00",
+	} {
+		if got := hostfacts.NormMAC(in); got != want {
+			t.Errorf("NormMAC(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

@@ -177,8 +177,8 @@ func parseJournal(out string) []LogLine {
 		}
 		ts, rest, ok := strings.Cut(l, " ")
 		var t time.Time
-		if sec, err := strconv.ParseFloat(ts, 64); ok && err == nil && sec > 0 && sec < 1e11 {
-			t = time.Unix(0, int64(sec*1e9)).UTC()
+		if u, isTime := unixTime(ts); ok && isTime {
+			t = u
 			if _, msg, ok := strings.Cut(rest, ": "); ok {
 				rest = msg
 			}
@@ -187,6 +187,20 @@ func parseJournal(out string) []LogLine {
 		lines = append(lines, LogLine{Time: t, Text: l})
 	}
 	return lines
+}
+
+// unixTime reads journalctl's "SECONDS.MICROSECONDS" (any number of
+// fraction digits up to nanoseconds) as a time after 1970 and before the
+// year 5138 (10^11 s); anything else is not a time. Seconds and fraction
+// are read as integers: a float's nanoseconds overflow int64 after 2262.
+func unixTime(s string) (time.Time, bool) {
+	whole, frac, _ := strings.Cut(s, ".")
+	sec, err := strconv.ParseUint(whole, 10, 64)
+	if err != nil || sec == 0 || sec >= 1e11 || len(frac) > 9 || strings.Trim(frac, "0123456789") != "" {
+		return time.Time{}, false
+	}
+	ns, _ := strconv.ParseInt((frac + "000000000")[:9], 10, 64)
+	return time.Unix(int64(sec), ns).UTC(), true
 }
 
 // parseCNI checks that data is a CNI configuration: a .conflist with
