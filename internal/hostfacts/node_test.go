@@ -1,6 +1,7 @@
 package hostfacts_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"reflect"
@@ -285,5 +286,115 @@ func TestNormMAC(t *testing.T) {
 		if got := hostfacts.NormMAC(in); got != want {
 			t.Errorf("NormMAC(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func parseNodeWindows(t *testing.T, out string) *hostfacts.Node {
+	t.Helper()
+	f, err := hostfacts.ParseNodeWindows("w", []byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestParseNodeWindowsShapes: the object is the last line (after a BOM
+// and PowerShell's warnings); PowerShell's three spellings of a list (an
+// array, one object unrolled, null) read alike; what is not the object is
+// an error naming the node.
+func TestParseNodeWindowsShapes(t *testing.T) {
+	one := `{"services":{"ok":true,"value":{"name":"Kubelet","status":"Running","startType":"Automatic"}}}`
+	f := parseNodeWindows(t, "\xef\xbb\xbfWARNING: something\r\n"+one+"\r\n")
+	if s := f.Services["kubelet"]; s != (hostfacts.Service{Name: "Kubelet", Found: true, Running: true, State: "Running", StartType: "Automatic"}) || len(f.Services) != 1 {
+		t.Errorf("one service unrolled: %+v", f.Services)
+	}
+	f = parseNodeWindows(t, `{"services":{"ok":true,"value":[{"name":"kubelet","status":"Stopped"},{"name":"containerd","status":"Running"}]}}`)
+	if len(f.Services) != 2 || f.Services["kubelet"].Running || !f.Services["containerd"].Running {
+		t.Errorf("two services: %+v", f.Services)
+	}
+	f = parseNodeWindows(t, `{"services":{"ok":true,"value":null},"hns":{"ok":true,"value":null}}`)
+	if len(f.Services) != 0 || f.Windows == nil || f.Windows.Networks != nil {
+		t.Errorf("null lists: %+v %+v", f.Services, f.Windows)
+	}
+	for _, bad := range []string{`{"services":{"ok":true,"value":"kubelet"}}`, `{"services":{"ok":true,"value":[1]}}`, "{\n", "[]"} {
+		if _, err := hostfacts.ParseNodeWindows("w", []byte(bad)); err == nil || !strings.HasPrefix(err.Error(), "w: the Windows gathering script's output is not the expected JSON") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+// TestParseNodeWindowsProbes: each probe that failed says why, and one
+// that answered is read; HNS policies are matched without regard to case
+// and only remote subnet routes are routes; the firewall rule is enabled
+// only when it says True.
+func TestParseNodeWindowsProbes(t *testing.T) {
+	f := parseNodeWindows(t, `{"clock":{"ok":false,"error":"no clock"},"services":{"ok":false,"error":"access denied"},`+
+		`"cri":{"ok":false,"error":"crictl.exe not found"},"kubeletLog":{"ok":false,"error":"no log file"},`+
+		`"api":{"ok":false,"error":"connection refused"},"cni":{"ok":false,"error":"no directory"},"hns":{"ok":false,"error":"HNS is not running"},`+
+		`"firewall":{"ok":true,"value":{"enabled":"False","direction":"Inbound","action":"Allow"}}}`)
+	if f.Clock.Sampled || f.Clock.Detail != "no clock" || len(f.Services) != 0 || f.CRI.Ran || f.CRI.Detail != "crictl.exe not found" ||
+		f.KubeletLogError != "no log file" || f.API.OK || f.API.Detail != "connection refused" || f.CNIError != "no directory" ||
+		f.Windows.Error != "HNS is not running" || f.Windows.Firewall == nil || f.Windows.Firewall.Enabled {
+		t.Errorf("failed probes: clock %+v, CRI %+v, API %+v, log %q, CNI %q, HNS %q, firewall %+v", f.Clock, f.CRI, f.API, f.KubeletLogError, f.CNIError, f.Windows.Error, f.Windows.Firewall)
+	}
+	f = parseNodeWindows(t, `{"clock":{"ok":true,"value":1796173200123},"api":{"ok":true,"value":"refused"},`+
+		`"cri":{"ok":true,"value":{"ran":true,"ok":false,"detail":"a\nb\nc\nd\ne\nf"}},"firewall":{"ok":true,"value":null},`+
+		`"cni":{"ok":true,"value":{"name":"10-calico.conflist","content":"{\"name\":\"Calico\",\"plugins\":[{\"type\":\"calico\"}]}"}},`+
+		`"hns":{"ok":true,"value":{"name":"Calico","type":"Overlay","drMacAddress":"00-15-5D-EB-90-AE","subnets":[{"addressPrefix":"172.21.41.0/26","gatewayAddress":"172.21.41.1","policies":{"Type":"vsid","VSID":4096}},{"addressPrefix":"bad","gatewayAddress":"bad"}],`+
+		`"policies":[{"Type":"remotesubnetroute","DestinationPrefix":"172.21.211.0/26","ProviderAddress":"192.168.10.21","DistributedRouterMacAddress":"66-EE-F4-61-98-50","IsolationId":4096},{"Type":"ACL","DestinationPrefix":"0.0.0.0/0"}]}}}`)
+	if !f.Clock.Sampled || !f.Clock.Node.Equal(time.UnixMilli(1796173200123)) || f.API.OK || f.API.Detail != "refused" ||
+		f.CRI != (hostfacts.Probe{Ran: true, Detail: "b\nc\nd\ne\nf"}) || f.Windows.Firewall != nil {
+		t.Errorf("answers: clock %+v, API %+v, CRI %+v, firewall %+v", f.Clock, f.API, f.CRI, f.Windows.Firewall)
+	}
+	if len(f.CNIFiles) != 1 || !f.CNIFiles[0].Valid || f.CNIFiles[0].NetworkName != "Calico" {
+		t.Errorf("CNI %+v", f.CNIFiles)
+	}
+	want := hostfacts.HNSNetwork{Name: "Calico", Type: "Overlay", DrMAC: "00:15:5d:eb:90:ae", VSID: 4096,
+		Subnets:  []netip.Prefix{netip.MustParsePrefix("172.21.41.0/26")},
+		Gateways: []netip.Addr{netip.MustParseAddr("172.21.41.1")},
+		Routes: []hostfacts.RemoteSubnetRoute{{Prefix: netip.MustParsePrefix("172.21.211.0/26"), Provider: netip.MustParseAddr("192.168.10.21"),
+			MAC: "66:ee:f4:61:98:50", VSID: 4096}}}
+	if n, ok := f.Windows.NetworkNamed("calico"); !ok || !reflect.DeepEqual(n, want) {
+		t.Errorf("HNS network %+v", n)
+	}
+	if _, ok := f.Windows.NetworkNamed("External"); ok {
+		t.Error("a network that is not there")
+	}
+}
+
+// TestParseNodeWindowsKlogTimes: klog's header has no year: it is the
+// node clock's, or the year before for a date more than a day after the
+// clock (exactly a day after is still this year's); the node's UTC offset is taken off; a line klog did not write
+// has no time.
+func TestParseNodeWindowsKlogTimes(t *testing.T) {
+	const clock = 1796173200000 // 2026-12-02 01:00:00 UTC
+	log := func(lines ...string) string {
+		b, _ := json.Marshal(lines)
+		return fmt.Sprintf(`{"clock":{"ok":true,"value":%d},"utcOffsetMinutes":{"ok":true,"value":60},"kubeletLog":{"ok":true,"value":%s}}`, clock, b)
+	}
+	f := parseNodeWindows(t, log("E1202 01:30:00.000000    812 a.go:1] in an hour (local)", "W1203 02:00:00.000000 x", "I1203 02:00:00.000001 x",
+		"", "X1202 01:00:00.000000 x", "E1202 01:00:00", "E1302 01:00:00.000000 x"))
+	want := []time.Time{
+		time.Date(2026, 12, 2, 0, 30, 0, 0, time.UTC),
+		time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC),
+		time.Date(2025, 12, 3, 1, 0, 0, 1000, time.UTC),
+		{}, {}, {},
+	}
+	var got []time.Time
+	for _, l := range f.KubeletLog {
+		got = append(got, l.Time)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d lines, want %d (the empty one dropped)", len(got), len(want))
+	}
+	for i := range want {
+		if !got[i].Equal(want[i]) {
+			t.Errorf("line %q: %s, want %s", f.KubeletLog[i].Text, got[i], want[i])
+		}
+	}
+	// Without the node's clock there is no year to give a line.
+	f = parseNodeWindows(t, `{"kubeletLog":{"ok":true,"value":["E1202 01:30:00.000000 x"]}}`)
+	if len(f.KubeletLog) != 1 || !f.KubeletLog[0].Time.IsZero() {
+		t.Errorf("no clock: %+v", f.KubeletLog)
 	}
 }
