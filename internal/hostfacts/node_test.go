@@ -182,12 +182,12 @@ func TestParseNodeLinuxRawNames(t *testing.T) {
 func TestParseNodeLinuxTables(t *testing.T) {
 	f := parseNodeLinux(t, section("links", 0, `[{"ifname":"vxlan.calico","address":"66:EE:F4:61:98:50","flags":["BROADCAST","UP","LOWER_UP"],"mtu":1450,"linkinfo":{"info_kind":"vxlan","info_data":{"id":4096,"port":4789,"local":"192.168.10.21"}}},`+
 		`{"ifname":"eth0","address":"52:54:00:aa:bb:cc","flags":["BROADCAST"],"mtu":1500,"linkinfo":{"info_kind":"","info_data":{"id":7,"port":9}}}]`)+
-		section("addrs", 0, `[{"ifname":"eth0","addr_info":[{"local":"192.168.10.21","prefixlen":24},{"local":"10.0.0.1","prefixlen":32},{"local":"10.0.0.2","prefixlen":33},{"local":"10.0.0.3","prefixlen":-1},{"local":"x","prefixlen":8}]}]`)+
+		section("addrs", 0, `[{"ifname":"eth0","addr_info":[{"local":"192.168.10.21","prefixlen":24},{"local":"10.0.0.1","prefixlen":32},{"local":"10.0.0.4","prefixlen":0},{"local":"10.0.0.2","prefixlen":33},{"local":"10.0.0.3","prefixlen":-1},{"local":"x","prefixlen":8}]}]`)+
 		section("routes", 0, `[{"dst":"default","gateway":"192.168.10.1","dev":"eth0"},{"dst":"172.21.41.0/26","gateway":"172.21.41.0","dev":"vxlan.calico","flags":["onlink"],"protocol":"bird"},`+
 			`{"dst":"172.21.211.5","dev":"cali1"},{"dst":"172.21.0.7/16","dev":"eth0"},{"dst":"nonsense","dev":"eth0"}]`)+
 		section("neigh vxlan.calico", 0, `[{"dst":"172.21.41.0","lladdr":"66-EE-F4-61-98-51","state":["PERMANENT","NOARP"]},{"dst":"?","lladdr":"x"}]`)+
 		section("fdb vxlan.calico", 0, `[{"mac":"66:ee:f4:61:98:51","dst":"192.168.10.31"},{"mac":"66:ee:f4:61:98:50"}]`)+
-		section("udp", 0, "  sl  local_address rem_address   st\n   0: 00000000:12B5 00000000:0000 07\n   1: 00000000:0035 00000000:0000 07\n   2 00000000:0016 x\n   3: 00000000\n   4: 00000000:ZZZZ 0\n"))
+		section("udp", 0, "  sl  local_address rem_address   st\n   0: 00000000:12B5 00000000:0000 07\n   1: 00000000:0035 00000000:0000 07\n   2 00000000:0016 x\n   3: 00000000\n   4: 00000000:ZZZZ 0\n   5: 00000000:1F90\n"))
 	n := f.Linux
 	wantLinks := []hostfacts.Link{
 		{Name: "vxlan.calico", Kind: "vxlan", MAC: "66:ee:f4:61:98:50", Up: true, MTU: 1450, VNI: 4096, Port: 4789, Local: "192.168.10.21"},
@@ -196,7 +196,7 @@ func TestParseNodeLinuxTables(t *testing.T) {
 	if !reflect.DeepEqual(n.Links, wantLinks) {
 		t.Errorf("links %+v", n.Links)
 	}
-	if got := n.Addrs["eth0"]; !slices.Equal(got, []netip.Prefix{netip.MustParsePrefix("192.168.10.21/24"), netip.MustParsePrefix("10.0.0.1/32")}) {
+	if got := n.Addrs["eth0"]; !slices.Equal(got, []netip.Prefix{netip.MustParsePrefix("192.168.10.21/24"), netip.MustParsePrefix("10.0.0.1/32"), netip.MustParsePrefix("10.0.0.4/0")}) {
 		t.Errorf("addresses %v", got)
 	}
 	var routes []string
@@ -215,7 +215,7 @@ func TestParseNodeLinuxTables(t *testing.T) {
 	if want := []hostfacts.FDB{{MAC: "66:ee:f4:61:98:51", Dst: netip.MustParseAddr("192.168.10.31"), Dev: "vxlan.calico"}}; !reflect.DeepEqual(n.FDB, want) {
 		t.Errorf("FDB %+v", n.FDB)
 	}
-	if !reflect.DeepEqual(n.UDPPorts, map[int]bool{4789: true, 53: true}) {
+	if !reflect.DeepEqual(n.UDPPorts, map[int]bool{4789: true, 53: true, 8080: true}) {
 		t.Errorf("UDP ports %v", n.UDPPorts)
 	}
 	// Unreadable tables leave nothing behind, and say so for the links.
@@ -230,7 +230,7 @@ func TestParseNodeLinuxTables(t *testing.T) {
 func TestParseNodeLinuxJournalAndCNI(t *testing.T) {
 	f := parseNodeLinux(t, section("kubelet-log", 0, "-- Boot 1 --\n1796173200.500000 n kubelet[1]: E1 started\n\n0 n kubelet[1]: zero\n"+
 		"100000000000 n kubelet[1]: too late\n99999999999 n kubelet[1]: last\nno time here\r\n"+
-		"1796173200 n kubelet[1]: whole\n1796173200.1234567891 n kubelet[1]: ten digits\n1796173200.1e3 n kubelet[1]: a float\n")+
+		"1796173200 n kubelet[1]: whole\n1796173200.123456789 n kubelet[1]: nine digits\n1796173200.1234567891 n kubelet[1]: ten digits\n1796173200.1e3 n kubelet[1]: a float\n")+
 		section("cni-file /etc/cni/net.d/10-calico.conflist", 0, `{"name":"k8s-pod-network","plugins":[{"type":"calico"},{"type":""},{"type":"portmap"}]}`)+
 		section("cni-file /etc/cni/net.d/05-one.conf", 0, `{"name":"one","type":"bridge"}`)+
 		section("cni-file /etc/cni/net.d/06-nameless.conf", 0, `{"type":"bridge"}`)+
@@ -243,6 +243,7 @@ func TestParseNodeLinuxJournalAndCNI(t *testing.T) {
 		{Time: time.Unix(99999999999, 0).UTC(), Text: "last"},
 		{Text: "no time here"},
 		{Time: time.Unix(1796173200, 0).UTC(), Text: "whole"},
+		{Time: time.Unix(1796173200, 123456789).UTC(), Text: "nine digits"},
 		{Text: "1796173200.1234567891 n kubelet[1]: ten digits"},
 		{Text: "1796173200.1e3 n kubelet[1]: a float"},
 	}
@@ -307,6 +308,9 @@ func TestParseNodeWindowsShapes(t *testing.T) {
 	f := parseNodeWindows(t, "\xef\xbb\xbfWARNING: something\r\n"+one+"\r\n")
 	if s := f.Services["kubelet"]; s != (hostfacts.Service{Name: "Kubelet", Found: true, Running: true, State: "Running", StartType: "Automatic"}) || len(f.Services) != 1 {
 		t.Errorf("one service unrolled: %+v", f.Services)
+	}
+	if f := parseNodeWindows(t, "WARNING: x\n"+one); len(f.Services) != 1 {
+		t.Errorf("after a warning line ending in LF: %+v", f.Services)
 	}
 	f = parseNodeWindows(t, `{"services":{"ok":true,"value":[{"name":"kubelet","status":"Stopped"},{"name":"containerd","status":"Running"}]}}`)
 	if len(f.Services) != 2 || f.Services["kubelet"].Running || !f.Services["containerd"].Running {
@@ -373,12 +377,13 @@ func TestParseNodeWindowsKlogTimes(t *testing.T) {
 		return fmt.Sprintf(`{"clock":{"ok":true,"value":%d},"utcOffsetMinutes":{"ok":true,"value":60},"kubeletLog":{"ok":true,"value":%s}}`, clock, b)
 	}
 	f := parseNodeWindows(t, log("E1202 01:30:00.000000    812 a.go:1] in an hour (local)", "W1203 02:00:00.000000 x", "I1203 02:00:00.000001 x",
-		"", "X1202 01:00:00.000000 x", "E1202 01:00:00", "E1302 01:00:00.000000 x"))
+		"", "X1202 01:00:00.000000 x", "E1202 01:00:00", "E1302 01:00:00.000000 x", "E1202 01:45:00.000000"))
 	want := []time.Time{
 		time.Date(2026, 12, 2, 0, 30, 0, 0, time.UTC),
 		time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC),
 		time.Date(2025, 12, 3, 1, 0, 0, 1000, time.UTC),
 		{}, {}, {},
+		time.Date(2026, 12, 2, 0, 45, 0, 0, time.UTC), // the header alone, 21 bytes
 	}
 	var got []time.Time
 	for _, l := range f.KubeletLog {

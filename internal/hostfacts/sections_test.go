@@ -26,6 +26,15 @@ func TestNewMarker(t *testing.T) {
 	if err := ValidMarker("hybrid-8"); err != nil {
 		t.Errorf("an 8-character marker: %v", err)
 	}
+	// Each end of each range is a word character; each neighbour is not.
+	if err := ValidMarker("azAZ09-azAZ09"); err != nil {
+		t.Errorf("the ranges' ends: %v", err)
+	}
+	for _, r := range "`{@[/:" {
+		if err := ValidMarker("hybridctl" + string(r)); err == nil {
+			t.Errorf("marker with %q accepted", r)
+		}
+	}
 }
 
 func TestSplit(t *testing.T) {
@@ -168,5 +177,29 @@ func TestSectionsCannotBeFaked(t *testing.T) {
 	secs, err = Split([]byte(m+" begin links\n[{\"ifname\""), testMarker)
 	if err != nil || len(secs) != 1 || secs[0].Closed || secs[0].RC != -1 {
 		t.Fatalf("%+v %v", secs, err)
+	}
+}
+
+// TestSplitEdges: a section may be named by nothing and still close; a
+// section exactly MaxSectionBytes long is read, one byte more is refused.
+func TestSplitEdges(t *testing.T) {
+	secs, err := Split([]byte(BeginLine(testMarker, "")+"\nx\n"+EndLine(testMarker, "", 7)+"\n"), testMarker)
+	if err != nil || len(secs) != 1 || secs[0].Name != "" || secs[0].RC != 7 || !secs[0].Closed || secs[0].Out != "x" {
+		t.Errorf("an unnamed section: %+v %v", secs, err)
+	}
+	half := MaxSectionBytes / 2
+	for _, tc := range []struct {
+		second int
+		ok     bool
+	}{{half - 1, true}, {half, false}} {
+		// The first line and its line break, then the second line.
+		out := BeginLine(testMarker, "a") + "\n" + strings.Repeat("x", half) + "\n" + strings.Repeat("y", tc.second) + "\n" + EndLine(testMarker, "a", 0) + "\n"
+		secs, err := Split([]byte(out), testMarker)
+		if tc.ok != (err == nil) {
+			t.Errorf("a section of %d bytes: %v", half+1+tc.second, err)
+		}
+		if tc.ok && (len(secs) != 1 || len(secs[0].Out) != half+1+tc.second) {
+			t.Errorf("a section of %d bytes read as %d", half+1+tc.second, len(secs[0].Out))
+		}
 	}
 }
