@@ -203,3 +203,15 @@ func TestSplitEdges(t *testing.T) {
 		}
 	}
 }
+
+// TestExitStatus: 0 to 255 in up to three decimal digits, and nothing else.
+func TestExitStatus(t *testing.T) {
+	for in, want := range map[string]int{
+		"0": 0, "7": 7, "007": 7, "99": 99, "254": 254, "255": 255,
+		"256": -1, "999": -1, "0255": -1, "": -1, "-1": -1, "+1": -1, " 1": -1, "1x": -1,
+	} {
+		if got := exitStatus(in); got != want {
+			t.Errorf("exitStatus(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
