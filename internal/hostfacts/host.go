@@ -12,9 +12,10 @@ import (
 )
 
 // Host is what a host reports before anything is installed on it: what
-// preflight's checks read. Empty strings mean
-// "could not be determined"; checks report that rather than guess.
+// preflight's checks read. Empty strings mean "could not be determined";
+// the checks report that rather than guess.
 type Host struct {
+	// Host is the host's name in the spec, OS its operating system.
 	Host string
 	OS   engine.OS
 	// Hostname as the host reports it.
