@@ -32,20 +32,6 @@ func hostFixture(t *testing.T, name string, h engine.Host) *hostfacts.Host {
 	return f
 }
 
-// wire writes sections given as "### NAME" lines, each followed by its
-// content, in hostfacts's protocol with marker, as the scripts print them.
-func wire(marker, s string) string { return hostfactstest.Wire(marker, "### ", s) }
-
-// parseHost parses sections written as for wire.
-func parseHost(t testing.TB, h engine.Host, s string) *hostfacts.Host {
-	t.Helper()
-	f, err := hostfacts.ParseHost(h, wire(hostfactstest.Marker, s), hostfactstest.Marker)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
 func TestParseHostLinux(t *testing.T) {
 	f := hostFixture(t, hostfactstest.HostUbuntu, linuxWorker)
 	if f.OSID != "ubuntu" || f.OSVersionID != "26.04" || f.OSPrettyName != "Ubuntu 26.04 LTS" {
@@ -189,22 +175,22 @@ func TestParseHostNearMisses(t *testing.T) {
 	}
 
 	h := linuxWorker
-	if f := parseHost(t, h, "### kubelet-conf\n### other\n"); f.KubeletConfigured {
+	if f := hostfactstest.ParseHost(t, h, "### kubelet-conf\n### other\n"); f.KubeletConfigured {
 		t.Error("an empty kubelet-conf section: not configured")
 	}
-	if f := parseHost(t, h, "### kubelet-conf\npresent\n"); !f.KubeletConfigured {
+	if f := hostfactstest.ParseHost(t, h, "### kubelet-conf\npresent\n"); !f.KubeletConfigured {
 		t.Error("kubelet-conf present: configured")
 	}
 	if _, err := hostfacts.ParseHost(h, "### hybridctl kubelet-conf\npresent\n", hostfactstest.Marker); err == nil || !strings.Contains(err.Error(), "no section") {
 		t.Errorf("the old fixed marker is not a section: %v", err)
 	}
-	if _, err := hostfacts.ParseHost(h, wire(hostfactstest.Marker, "### machine-id\na\n### machine-id\nb\n"), hostfactstest.Marker); err == nil || !strings.Contains(err.Error(), `k8s-lab-node-1: reading the facts script's output: section "machine-id" appears twice`) {
+	if _, err := hostfacts.ParseHost(h, hostfactstest.Sections("### machine-id\na\n### machine-id\nb\n"), hostfactstest.Marker); err == nil || !strings.Contains(err.Error(), `k8s-lab-node-1: reading the facts script's output: section "machine-id" appears twice`) {
 		t.Errorf("a section twice: %v", err)
 	}
 	// A section line longer than the scanner's first buffer (64 KiB) does
 	// not end the output: the sections after it are read.
 	long := "### os-release\nPRETTY_NAME=\"" + strings.Repeat("x", 100_000) + "\"\nID=ubuntu\n### machine-id\nABC\n"
-	if f := parseHost(t, h, long); f.OSID != "ubuntu" || f.MachineID != "abc" || len(f.OSPrettyName) != 100_000 {
+	if f := hostfactstest.ParseHost(t, h, long); f.OSID != "ubuntu" || f.MachineID != "abc" || len(f.OSPrettyName) != 100_000 {
 		t.Errorf("after a long line: ID %q, machine id %q, name of %d characters", f.OSID, f.MachineID, len(f.OSPrettyName))
 	}
 }
@@ -267,14 +253,14 @@ func TestParseHostWindowsState(t *testing.T) {
 		{"both reboots pending", head + "### reboot-pending\nComponent Based Servicing\r\nWindows Update\n### language-mode\nConstrainedLanguage\n", "", "", []string{"Component Based Servicing", "Windows Update"}, "ConstrainedLanguage"},
 		{"near miss: other text", head + "### reboot-pending\nComponent Based Servicing pending\nTrue\n", "", "", nil, ""},
 	} {
-		f := parseHost(t, winWorker, tc.out)
+		f := hostfactstest.ParseHost(t, winWorker, tc.out)
 		if f.AutoUpdate != tc.autoUpdate || f.AUOptions != tc.auOpts || !slices.Equal(f.RebootPending, tc.pending) || f.LanguageMode != tc.languageMode {
 			t.Errorf("%s: got %q %q %q %q, want %q %q %q %q", tc.name, f.AutoUpdate, f.AUOptions, f.RebootPending, f.LanguageMode,
 				tc.autoUpdate, tc.auOpts, tc.pending, tc.languageMode)
 		}
 	}
 	// A Linux host's output with these sections sets none of them.
-	f := parseHost(t, linuxWorker, "### wu-policy\nNoAutoUpdate=1\n### language-mode\nFullLanguage\n")
+	f := hostfactstest.ParseHost(t, linuxWorker, "### wu-policy\nNoAutoUpdate=1\n### language-mode\nFullLanguage\n")
 	if f.AutoUpdate != "" || f.LanguageMode != "" {
 		t.Errorf("Linux: %q %q", f.AutoUpdate, f.LanguageMode)
 	}
@@ -294,7 +280,7 @@ func FuzzParseOSRelease(f *testing.F) {
 func FuzzParseHost(f *testing.F) {
 	f.Add(hostfactstest.Fixture(f, hostfactstest.HostUbuntu), false)
 	f.Add(hostfactstest.Fixture(f, hostfactstest.HostWindows), true)
-	f.Add(wire(hostfactstest.Marker, "### swaps\nFilename\n\n### tcp\n 0: :::: 0A\n"), false)
+	f.Add(hostfactstest.Sections("### swaps\nFilename\n\n### tcp\n 0: :::: 0A\n"), false)
 	f.Add("ID=\"unterminated\nVERSION_ID='x'\n=\n", false)
 	f.Fuzz(func(t *testing.T, out string, windows bool) {
 		h := engine.Host{Name: "h", Role: engine.RoleWorker, OS: engine.Linux}
@@ -345,7 +331,7 @@ func TestParseHostValueNearMisses(t *testing.T) {
 		{"CAP_SYS_TIME alone", "### capbnd\n0000000002000000\n", "", "", true, false, true},
 		{"not hexadecimal", "### capbnd\nxyz\n", "", "", false, false, false},
 	} {
-		f := parseHost(t, linuxWorker, tc.out)
+		f := hostfactstest.ParseHost(t, linuxWorker, tc.out)
 		if f.Container != tc.container || f.ContainerdCandidate != tc.candidate || f.CapsKnown != tc.capsKnown || f.CapSysResource != tc.resource || f.CapSysTime != tc.sysTime {
 			t.Errorf("%s: container %q, candidate %q, caps %v %v %v", tc.name, f.Container, f.ContainerdCandidate, f.CapsKnown, f.CapSysResource, f.CapSysTime)
 		}
@@ -356,7 +342,7 @@ func TestParseHostValueNearMisses(t *testing.T) {
 		"time.windows.com,0x9":      "yes",
 		"":                          "",
 	} {
-		f := parseHost(t, winWorker, "### w32tm\nLeap Indicator: 0(no warning)\nSource: "+source+"\n")
+		f := hostfactstest.ParseHost(t, winWorker, "### w32tm\nLeap Indicator: 0(no warning)\nSource: "+source+"\n")
 		if f.TimeSynced != want || f.TimeSource != source {
 			t.Errorf("source %q: synced %q (%q), want %q", source, f.TimeSynced, f.TimeSource, want)
 		}

@@ -17,7 +17,7 @@ import (
 // installedOutput.
 func parseInstalled(t *testing.T, s string) *hostfacts.Installed {
 	t.Helper()
-	f, err := hostfacts.ParseInstalled(wire(hostfactstest.Marker, s), hostfactstest.Marker)
+	f, err := hostfacts.ParseInstalled(hostfactstest.Sections(s), hostfactstest.Marker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,15 +80,15 @@ func TestParseInstalledRefuses(t *testing.T) {
 	m := hostfactstest.Marker
 	for _, tc := range []struct{ name, out, want string }{
 		{"the old fixed marker", "### hybridctl kubelet-conf\npresent\n### hybridctl end\n", "no section"},
-		{"no end section", wire(m, "### kubelet-conf\npresent\n"), "ended early"},
-		{"the end section cut short", wire(m, "### kubelet-conf\npresent\n") + hostfacts.BeginLine(m, "end") + "\n", "ended early"},
-		{"a section twice", wire(m, "### swaps\n\n### swaps\n/swap\n### end\n"), `section "swaps" appears twice`},
+		{"no end section", hostfactstest.Sections("### kubelet-conf\npresent\n"), "ended early"},
+		{"the end section cut short", hostfactstest.Sections("### kubelet-conf\npresent\n") + hostfacts.BeginLine(m, "end") + "\n", "ended early"},
+		{"a section twice", hostfactstest.Sections("### swaps\n\n### swaps\n/swap\n### end\n"), `section "swaps" appears twice`},
 	} {
 		if _, err := hostfacts.ParseInstalled(tc.out, m); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	if _, err := hostfacts.ParseInstalled(wire(m, "### end\n"), m); err != nil {
+	if _, err := hostfacts.ParseInstalled(hostfactstest.Sections("### end\n"), m); err != nil {
 		t.Errorf("only the end section: %v", err)
 	}
 }
@@ -115,9 +115,9 @@ func TestGatherInstalledNeedsTheEndMarker(t *testing.T) {
 // panics nor hangs, and what it reads is a whole Installed.
 func FuzzParseInstalled(f *testing.F) {
 	m := hostfactstest.Marker
-	f.Add(wire(m, installedOutput("kubelet-version", "Kubernetes v1.36.3", "sysctl", "net.ipv4.ip_forward=1\n=x\nk=\n", "swaps", "/swap.img file 1 0 -2\n")))
-	f.Add(wire(m, "### kubelet-conf\npresent\n") + hostfacts.BeginLine(m, "end") + "\n")
-	f.Add(wire(m, installedOutput("containerd-version", "containerd github.com/containerd/containerd/v2 v2.2.2", "kubectl-version", "v1.2.3-rc.1+x")))
+	f.Add(hostfactstest.Sections(installedOutput("kubelet-version", "Kubernetes v1.36.3", "sysctl", "net.ipv4.ip_forward=1\n=x\nk=\n", "swaps", "/swap.img file 1 0 -2\n")))
+	f.Add(hostfactstest.Sections("### kubelet-conf\npresent\n") + hostfacts.BeginLine(m, "end") + "\n")
+	f.Add(hostfactstest.Sections(installedOutput("containerd-version", "containerd github.com/containerd/containerd/v2 v2.2.2", "kubectl-version", "v1.2.3-rc.1+x")))
 	f.Fuzz(func(t *testing.T, out string) {
 		in, err := hostfacts.ParseInstalled(out, m)
 		if err != nil {

@@ -179,3 +179,17 @@ func APIListener(t testing.TB) int {
 	}()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// Sections writes text whose sections start with "### NAME" lines in
+// hostfacts's protocol with Marker, as a script prints them.
+func Sections(text string) string { return Wire(Marker, "### ", text) }
+
+// ParseHost parses Sections(text) as host h's host script output.
+func ParseHost(t testing.TB, h engine.Host, text string) *hostfacts.Host {
+	t.Helper()
+	f, err := hostfacts.ParseHost(h, Sections(text), Marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}

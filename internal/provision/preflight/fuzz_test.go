@@ -14,7 +14,7 @@ import (
 func FuzzCheckHost(f *testing.F) {
 	f.Add(hostfactstest.Fixture(f, hostfactstest.HostUbuntu), false)
 	f.Add(hostfactstest.Fixture(f, hostfactstest.HostWindows), true)
-	f.Add(wire(hostfactstest.Marker, "### swaps\nFilename\n\n### tcp\n 0: :::: 0A\n"), false)
+	f.Add(hostfactstest.Sections("### swaps\nFilename\n\n### tcp\n 0: :::: 0A\n"), false)
 	f.Fuzz(func(t *testing.T, out string, windows bool) {
 		h := engine.Host{Name: "h", Role: engine.RoleWorker, OS: engine.Linux}
 		if windows {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hybridctl/hybridctl/internal/hostfacts"
+	"github.com/hybridctl/hybridctl/internal/hostfacts/hostfactstest"
 )
 
 // windowsOK are the facts of a prepared Windows worker that passes every
@@ -69,7 +70,7 @@ func TestWindowsHostChecks(t *testing.T) {
 // passes the check.
 func TestWindowsResolveLiteral(t *testing.T) {
 	// What the literal prints parses as the resolved address.
-	f := parse(t, winWorker, "### resolve\n192.168.10.23\n")
+	f := hostfactstest.ParseHost(t, winWorker, "### resolve\n192.168.10.23\n")
 	x := labExpect
 	x.APIName, x.APIAddresses = "192.168.10.23", []string{"192.168.10.23"}
 	if got := findingsOf(CheckPrepared(f, winWorker, x), CheckAPIName); len(got) != 0 {
